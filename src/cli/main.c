@@ -1,0 +1,140 @@
+/*
+ * main.c — the tally command: one table of verbs, dispatched by name (perf's commands[]).
+ * `tally VERB --help` prints the verb's help; an unknown verb gets the nearest one suggested;
+ * at exit, stdout must have been written and closed without error (a full disk or a closed pipe
+ * is a failure, not silence).
+ */
+#include "cli/commands.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <tally.h>
+
+const char *cli_argv0 = "tally";
+
+static const struct command {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *summary;
+} commands[] = {
+    {"report", cmd_report, "print the summary views of a trace (.tally, PyTorch, Paddle JSON)"},
+    {"ops", cmd_ops, "the operator table of a trace, as torch's key_averages().table()"},
+    {"gaps", cmd_gaps, "GPU idle time, its causes, and kernel launch statistics"},
+    {"diff", cmd_diff, "compare two traces: step time and per-row deltas"},
+    {"export", cmd_export, "write a trace as Chrome trace JSON (.json or .json.gz)"},
+    {"run", cmd_run, "profile an unmodified program (NVTX, CUDA) and report"},
+    {"demo", cmd_demo, "profile the built-in Llama-style workload and report"},
+};
+#define NCOMMANDS (sizeof commands / sizeof commands[0])
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: tally [--version] [--help] <verb> [options] [args]\n\nverbs:\n");
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\n'tally <verb> --help' describes a verb.\n");
+}
+
+/* Levenshtein distance, for "did you mean". */
+static int distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 32 || lb > 32)
+        return 99;
+    int d[33][33];
+    for (size_t i = 0; i <= la; i++)
+        d[i][0] = (int)i;
+    for (size_t j = 0; j <= lb; j++)
+        d[0][j] = (int)j;
+    for (size_t i = 1; i <= la; i++)
+        for (size_t j = 1; j <= lb; j++) {
+            int c = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            int x = d[i - 1][j] + 1, y = d[i][j - 1] + 1;
+            d[i][j] = c < x ? (c < y ? c : y) : (x < y ? x : y);
+        }
+    return d[la][lb];
+}
+
+static int close_stdout(int status)
+{
+    if (fflush(stdout) != 0 || ferror(stdout) || fclose(stdout) != 0) {
+        if (errno == EPIPE)
+            return status;
+        fprintf(stderr, "tally: error writing output: %s\n", strerror(errno));
+        return status ? status : 1;
+    }
+    return status;
+}
+
+int main(int argc, char **argv)
+{
+    cli_argv0 = argv[0];
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *verb = argv[1];
+    if (!strcmp(verb, "--help") || !strcmp(verb, "-h") || !strcmp(verb, "help")) {
+        if (argc > 2 && strcmp(verb, "help") == 0) {
+            char *args[] = {argv[2], "--help", NULL};
+            for (size_t i = 0; i < NCOMMANDS; i++)
+                if (!strcmp(commands[i].name, argv[2]))
+                    return close_stdout(commands[i].fn(2, args));
+        }
+        usage(stdout);
+        return close_stdout(0);
+    }
+    if (!strcmp(verb, "--version") || !strcmp(verb, "-V") || !strcmp(verb, "version")) {
+        printf("tally %s\n", tally_version_string());
+        return close_stdout(0);
+    }
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        if (!strcmp(commands[i].name, verb))
+            return close_stdout(commands[i].fn(argc - 1, argv + 1));
+
+    const char *best = NULL;
+    int bestd = 3;
+    for (size_t i = 0; i < NCOMMANDS; i++) {
+        int dd = distance(verb, commands[i].name);
+        if (dd < bestd) {
+            bestd = dd;
+            best = commands[i].name;
+        }
+    }
+    if (best)
+        fprintf(stderr, "tally: unknown verb '%s'; did you mean '%s'?\n", verb, best);
+    else
+        fprintf(stderr, "tally: unknown verb '%s'; 'tally --help' lists the verbs\n", verb);
+    return 2;
+}
+
+const char *cli_libtally_path(void)
+{
+    static char path[PATH_MAX];
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0) {
+        self[n] = 0;
+        char *slash = strrchr(self, '/');
+        if (slash) {
+            *slash = 0;
+            const char *cands[] = {"%s/libtally.so", "%s/../lib/libtally.so"};
+            for (int i = 0; i < 2; i++) {
+                snprintf(path, sizeof path, cands[i], self);
+                if (access(path, R_OK) == 0)
+                    return path;
+            }
+        }
+    }
+#ifdef TALLY_LIBDIR
+    snprintf(path, sizeof path, "%s/libtally.so", TALLY_LIBDIR);
+    if (access(path, R_OK) == 0)
+        return path;
+#endif
+    return NULL;
+}

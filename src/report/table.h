@@ -1,0 +1,97 @@
+/*
+ * table.h — every view's result is a table of typed cells; this file renders it as aligned
+ * text, CSV or JSON. Views never printf: they fill a tl_table and hand it to a tl_out.
+ *
+ * Cell types carry their unit, so the text renderer can scale times like PyTorch ("1.234ms")
+ * while CSV and JSON carry plain numbers whose unit is in the column key ("total_us").
+ */
+#ifndef TALLY_REPORT_TABLE_H
+#define TALLY_REPORT_TABLE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+typedef enum tl_coltype {
+    TL_COL_STR = 0, /* text */
+    TL_COL_INT,     /* integer count */
+    TL_COL_TIME,    /* int64 ns; text: auto-scaled us/ms/s; csv/json: microseconds (key "..._us") */
+    TL_COL_PCT,     /* double percent (0..100); text "12.34%"; csv/json: number */
+    TL_COL_BYTES,   /* int64 bytes; text "1.50 MB"; csv/json: integer bytes */
+    TL_COL_FLOAT,   /* double; printed with %.3f */
+    TL_COL_RATE     /* double GB/s or steps/s etc; %.2f */
+} tl_coltype;
+
+typedef struct tl_col {
+    const char *title; /* text header, e.g. "CPU Total" */
+    const char *key;   /* csv/json field, e.g. "cpu_total_us" */
+    tl_coltype type;
+    int left;          /* left-align in text (names); numbers are right-aligned */
+} tl_col;
+
+typedef struct tl_cell {
+    int set;     /* 0 = empty cell ("-" in text, empty in csv, null in json) */
+    int64_t i;   /* INT, TIME, BYTES */
+    double d;    /* PCT, FLOAT, RATE */
+    char *s;     /* STR (owned) */
+    int indent;  /* STR: leading indent level in text (2 spaces each) */
+} tl_cell;
+
+typedef struct tl_table {
+    char *title;     /* "Overview", "Kernel Summary" */
+    char *key;       /* json key: "overview" */
+    tl_col *cols;
+    int ncols;
+    tl_cell *cells;  /* row-major */
+    int nrows, cap_rows;
+    char **notes;    /* footer lines (text only; json: "notes" array) */
+    int nnotes;
+} tl_table;
+
+tl_table *tl_table_new(const char *title, const char *key, const tl_col *cols, int ncols);
+void tl_table_free(tl_table *t);
+/* Append an empty row, return its index. */
+int tl_table_add_row(tl_table *t);
+void tl_table_str(tl_table *t, int row, int col, const char *s);
+void tl_table_strf(tl_table *t, int row, int col, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void tl_table_indent(tl_table *t, int row, int col, int indent);
+void tl_table_int(tl_table *t, int row, int col, int64_t v);
+void tl_table_time(tl_table *t, int row, int col, int64_t ns);
+void tl_table_pct(tl_table *t, int row, int col, double pct);
+void tl_table_bytes(tl_table *t, int row, int col, int64_t bytes);
+void tl_table_float(tl_table *t, int row, int col, double v);
+void tl_table_note(tl_table *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Stable sort of rows [from, nrows) by column col; desc != 0 for descending. Empty cells last. */
+void tl_table_sort(tl_table *t, int col, int desc, int from);
+/* Column index by key or by title (case-insensitive), -1 if none. */
+int tl_table_find_col(const tl_table *t, const char *name);
+/* Keep at most n rows (after sorting). */
+void tl_table_truncate(tl_table *t, int n);
+
+typedef enum tl_format { TL_FMT_TEXT = 0, TL_FMT_CSV, TL_FMT_JSON } tl_format;
+typedef enum tl_unit { TL_UNIT_AUTO = 0, TL_UNIT_NS, TL_UNIT_US, TL_UNIT_MS, TL_UNIT_S } tl_unit;
+
+/* Parse "text|csv|json" and "auto|ns|us|ms|s"; -1 on an unknown word. */
+int tl_format_parse(const char *s);
+int tl_unit_parse(const char *s);
+
+/* An output: a sequence of tables written in one format. JSON output is one object whose keys
+ * are the tables' keys; CSV output separates tables with a blank line and a "# title" line. */
+typedef struct tl_out {
+    FILE *f;
+    tl_format fmt;
+    tl_unit unit;   /* text only: force one unit for times */
+    int ntables;    /* written so far */
+} tl_out;
+
+void tl_out_begin(tl_out *o, FILE *f, tl_format fmt, tl_unit unit);
+void tl_out_table(tl_out *o, const tl_table *t);
+/* A free-form paragraph: text only (ignored in csv; json: under "messages"). */
+void tl_out_text(tl_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void tl_out_end(tl_out *o);
+
+/* Helpers shared by renderers and views. */
+void tl_fmt_time(char *buf, size_t n, int64_t ns, tl_unit unit); /* "1.234ms" */
+void tl_fmt_bytes(char *buf, size_t n, int64_t bytes);           /* "1.50 MB" */
+
+#endif

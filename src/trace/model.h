@@ -1,0 +1,219 @@
+/*
+ * model.h — the one in-memory trace model that every reader fills and every view reads.
+ *
+ * A trace is a set of tracks (a host thread, or a device stream) and one array of events.
+ * Events are fixed-size and hold only numbers: names and argument strings are ids into the
+ * trace's string table, so that a 4-million-event Kineto trace takes ~250 MB of JSON on disk but
+ * ~60 bytes per event here. Times are int64 nanoseconds on one clock per trace.
+ *
+ * Readers append events in any order and call tl_trace_finish(), which sorts them by
+ * (track, start, longer first) and computes what every view needs: nesting (parent, depth) of
+ * spans on each host track, and the links from runtime calls to device work by correlation id.
+ */
+#ifndef TALLY_TRACE_MODEL_H
+#define TALLY_TRACE_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* What an event is. The views key on this, never on names. */
+typedef enum tl_cat {
+    TL_CAT_USER = 0,      /* user annotation / record_function / tally range (TALLY_USER) */
+    TL_CAT_DATALOADER,    /* the tally_category values come first, in the same order */
+    TL_CAT_FORWARD,
+    TL_CAT_BACKWARD,
+    TL_CAT_OPTIMIZER,
+    TL_CAT_COMMUNICATION, /* host-side communication range */
+    TL_CAT_OPERATOR,      /* cpu_op / aten op / Paddle Operator */
+    TL_CAT_STEP,          /* ProfilerStep#N / ProfileStep#N */
+    TL_CAT_OPERATOR_INNER,/* Paddle OperatorInner (infer_shape, compute) */
+    TL_CAT_PYTHON,        /* python_function */
+    TL_CAT_RUNTIME,       /* cuda_runtime / hip runtime call on a host thread */
+    TL_CAT_DRIVER,        /* cuda_driver call */
+    TL_CAT_KERNEL,        /* device: kernel */
+    TL_CAT_MEMCPY,        /* device: copy; memcpy_kind says which */
+    TL_CAT_MEMSET,        /* device: memset */
+    TL_CAT_GPU_USER,      /* device: gpu_user_annotation */
+    TL_CAT_SYNC,          /* cuda_sync */
+    TL_CAT_OVERHEAD,      /* profiler overhead */
+    TL_CAT_INSTANT,       /* instant mark */
+    TL_CAT_COUNTER,       /* counter sample: value = the sample */
+    TL_CAT_MEMORY,        /* [memory] allocation event: value = bytes (negative = free) */
+    TL_CAT_OTHER,         /* anything else a reader keeps */
+    TL_CAT_COUNT
+} tl_cat;
+
+/* Names of categories as the text views print them ("Operator", "Kernel", ...). */
+const char *tl_cat_name(tl_cat c);
+/* Non-zero for categories whose events live on device tracks. */
+int tl_cat_is_device(tl_cat c);
+
+typedef enum tl_memcpy_kind {
+    TL_COPY_UNKNOWN = 0,
+    TL_COPY_HTOD,
+    TL_COPY_DTOH,
+    TL_COPY_DTOD,
+    TL_COPY_HTOH,
+    TL_COPY_PTOP,
+} tl_memcpy_kind;
+
+const char *tl_memcpy_kind_name(tl_memcpy_kind k); /* "HtoD", ... */
+
+/* Event flags. */
+enum {
+    TL_EV_INSTANT = 1u << 0,   /* dur is 0 by nature (mark, memory, counter) */
+    TL_EV_UNCLOSED = 1u << 1,  /* range still open at the end of recording; closed there */
+    TL_EV_ASYNC = 1u << 2,     /* begin/end range: excluded from per-thread nesting */
+    TL_EV_SYNC_COPY = 1u << 3, /* synchronous copy (cudaMemcpy, not Async) */
+    TL_EV_PAGEABLE = 1u << 4,  /* copy from/to pageable host memory */
+    TL_EV_MEM_DEVICE = 1u << 5 /* TL_CAT_MEMORY: device memory (else host) */
+};
+
+#define TL_NONE (-1) /* "no event" in index fields */
+
+typedef struct tl_event {
+    int64_t ts;      /* start, ns */
+    int64_t dur;     /* duration, ns (0 for instants) */
+    int64_t corr;    /* correlation id linking runtime call <-> device work; 0 = none */
+    int64_t value;   /* bytes for copies/memsets/memory events, the counter value * 1e3 for
+                        counters (milli-units), the step number for TL_CAT_STEP; else 0 */
+    uint32_t name;   /* string id */
+    uint32_t args;   /* string id of an argument string (input shapes, ...); 0 = none */
+    uint32_t track;  /* index into trace->tracks */
+    int32_t parent;  /* enclosing span on the same host track (after finish), or TL_NONE */
+    int32_t link;    /* runtime call: first device event it launched; device event: the runtime
+                        call that launched it (after finish); TL_NONE otherwise */
+    uint16_t cat;    /* tl_cat */
+    uint16_t flags;  /* TL_EV_* */
+    uint8_t copy;    /* tl_memcpy_kind for TL_CAT_MEMCPY */
+    uint8_t depth;   /* nesting depth on its host track (0 = top), saturates at 255 */
+    uint16_t pad_;
+} tl_event;
+
+typedef enum tl_track_kind {
+    TL_TRACK_THREAD = 0, /* a host thread */
+    TL_TRACK_STREAM = 1  /* a device stream (kernels, copies) */
+} tl_track_kind;
+
+typedef struct tl_track {
+    uint8_t kind;   /* tl_track_kind */
+    int64_t pid;    /* process id (host) */
+    int64_t tid;    /* OS thread id (host) / stream id (device) */
+    int32_t device; /* device index (device tracks), -1 for host */
+    uint32_t name;  /* string id of the thread or stream name; 0 = unnamed */
+} tl_track;
+
+/* Interned strings: id 0 is "". */
+typedef struct tl_strtab {
+    char **str;      /* id -> NUL-terminated string (owned) */
+    uint32_t *len;   /* id -> length */
+    uint32_t count;
+    uint32_t cap;
+    uint32_t *slots; /* open-addressing hash: id+1, 0 = empty */
+    uint32_t nslots;
+    /* strings are carved from big blocks to avoid one malloc per string */
+    char *block;
+    size_t block_used, block_cap;
+    char **blocks;
+    size_t nblocks, cap_blocks;
+} tl_strtab;
+
+void tl_strtab_init(tl_strtab *t);
+void tl_strtab_free(tl_strtab *t);
+uint32_t tl_intern(tl_strtab *t, const char *s, size_t len);
+static inline const char *tl_str(const tl_strtab *t, uint32_t id)
+{
+    return id < t->count ? t->str[id] : "";
+}
+
+typedef struct tl_device {
+    int32_t id;
+    uint32_t name;     /* "NVIDIA H100 80GB HBM3" */
+    int64_t memory;    /* totalGlobalMem, bytes; 0 = unknown */
+    int32_t sm_count;  /* 0 = unknown */
+    int32_t cc_major, cc_minor;
+} tl_device;
+
+typedef enum tl_source {
+    TL_SRC_UNKNOWN = 0,
+    TL_SRC_TALLY,  /* tally's own .tally file */
+    TL_SRC_KINETO, /* PyTorch profiler (Kineto) JSON */
+    TL_SRC_TORCH_LEGACY, /* PyTorch's older exporter without Kineto */
+    TL_SRC_PADDLE, /* Paddle profiler JSON */
+    TL_SRC_CHROME  /* a plain Chrome trace */
+} tl_source;
+
+typedef struct tl_trace {
+    tl_strtab strings;
+    tl_event *ev;
+    size_t nev, cap_ev;
+    tl_track *tracks;
+    uint32_t ntracks, cap_tracks;
+    tl_device *devices;
+    uint32_t ndevices, cap_devices;
+
+    tl_source source;
+    const char *path;     /* where it was read from (borrowed) */
+    int64_t wall_offset;  /* add to ts to get Unix-epoch ns; 0 = unknown */
+    int32_t rank;         /* distributed rank, -1 = unknown */
+    int32_t world_size;   /* 0 = unknown */
+    int64_t pid;          /* main process id, 0 = unknown */
+
+    /* Losses and warnings carried by the trace (recorder counts). */
+    uint64_t dropped;     /* records dropped at the memory cap */
+    uint64_t bad_pops, bad_ends, calls_outside, unclosed;
+    uint32_t samples_unit;/* string id of the unit of step samples ("samples", "tokens") */
+
+    /* Steps closed by tally_step with their sample counts, in order (tally traces). */
+    int64_t *step_samples;
+    size_t nsteps_samples;
+
+    int finished;         /* tl_trace_finish ran */
+} tl_trace;
+
+void tl_trace_init(tl_trace *t);
+void tl_trace_free(tl_trace *t);
+
+/* Append an event (zeroed, parent/link = TL_NONE); returns it, or NULL when out of memory.
+ * The pointer is valid until the next append. */
+tl_event *tl_trace_add(tl_trace *t);
+/* Find or add the track (kind, pid, tid, device); returns its index. */
+uint32_t tl_trace_track(tl_trace *t, tl_track_kind kind, int64_t pid, int64_t tid, int32_t device);
+/* Find or add a device by id; returns it. */
+tl_device *tl_trace_device(tl_trace *t, int32_t id);
+
+/* Sort events and compute parent/depth/link. Call once after the last tl_trace_add. */
+int tl_trace_finish(tl_trace *t);
+
+/* Time covered by the trace: [t0, t1) over all events. */
+void tl_trace_span(const tl_trace *t, int64_t *t0, int64_t *t1);
+
+/* ---------------------------------------------------------------------------------------------
+ * Loading any supported file.
+ */
+
+/* One-line error: "FILE:LINE:COL: expected ..." or "FILE: offset N: ...". */
+typedef struct tl_error {
+    char msg[512];
+} tl_error;
+
+void tl_error_set(tl_error *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Read a trace of any supported format (.tally, Chrome/Kineto/Paddle JSON, .json.gz), choosing
+ * the reader by content. Returns 0, or -1 with err filled. progress: print a progress line to
+ * stderr for long reads. */
+int tl_load(tl_trace *t, const char *path, int progress, tl_error *err);
+
+/* Individual readers (used by tl_load; exposed for tests and fuzzers). */
+int tl_read_tally(tl_trace *t, const char *path, tl_error *err);
+int tl_read_tally_mem(tl_trace *t, const void *data, size_t len, const char *name, tl_error *err);
+int tl_read_json(tl_trace *t, const char *path, int progress, tl_error *err);
+int tl_read_json_mem(tl_trace *t, const char *data, size_t len, const char *name, tl_error *err);
+
+/* Chrome trace JSON writer (PyTorch conventions); gzip when path ends in ".gz".
+ * Returns 0, or -1 with err filled. */
+int tl_write_chrome(const tl_trace *t, const char *path, tl_error *err);
+int tl_write_chrome_file(const tl_trace *t, FILE *out, tl_error *err);
+
+#endif

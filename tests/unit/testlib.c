@@ -1,0 +1,38 @@
+#include "testlib.h"
+
+#include <stdlib.h>
+#include <zlib.h>
+
+int test_failures;
+int test_checks;
+const char *test_current = "";
+
+int test_summary(void)
+{
+    printf("%d checks: %d passed, %d failed\n", test_checks, test_checks - test_failures,
+           test_failures);
+    return test_failures ? 1 : 0;
+}
+
+char *test_read_file(const char *path, size_t *len)
+{
+    gzFile f = gzopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 1 << 20, n = 0;
+    char *buf = malloc(cap + 1);
+    for (;;) {
+        if (n == cap) {
+            cap *= 2;
+            buf = realloc(buf, cap + 1);
+        }
+        int r = gzread(f, buf + n, (unsigned)(cap - n));
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+    }
+    gzclose(f);
+    buf[n] = 0;
+    *len = n;
+    return buf;
+}

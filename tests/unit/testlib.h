@@ -1,0 +1,77 @@
+/*
+ * testlib.h — the smallest test harness that does the job: checks that count instead of abort,
+ * a one-line report per failure with file and line, and a non-zero exit when anything failed.
+ *
+ *   TEST(name) { CHECK(x == 1); CHECK_NEAR(a, b, tol); CHECK_EQ_INT(a, b); CHECK_STR(a, b); }
+ *   int main(void) { RUN(name); return test_summary(); }
+ */
+#ifndef TALLY_TESTLIB_H
+#define TALLY_TESTLIB_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+extern int test_failures;
+extern int test_checks;
+extern const char *test_current;
+
+#define TEST(name) static void name(void)
+#define RUN(name)                                                                                  \
+    do {                                                                                           \
+        test_current = #name;                                                                      \
+        int before_ = test_failures;                                                               \
+        name();                                                                                    \
+        fprintf(stderr, "%s %s\n", test_failures == before_ ? "ok  " : "FAIL", #name);             \
+    } while (0)
+
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        test_checks++;                                                                             \
+        if (!(cond)) {                                                                             \
+            test_failures++;                                                                       \
+            fprintf(stderr, "%s:%d: %s: check failed: %s\n", __FILE__, __LINE__, test_current,    \
+                    #cond);                                                                        \
+        }                                                                                          \
+    } while (0)
+
+#define CHECK_EQ_INT(a, b)                                                                         \
+    do {                                                                                           \
+        long long a_ = (long long)(a), b_ = (long long)(b);                                        \
+        test_checks++;                                                                             \
+        if (a_ != b_) {                                                                            \
+            test_failures++;                                                                       \
+            fprintf(stderr, "%s:%d: %s: %s == %lld, expected %s == %lld\n", __FILE__, __LINE__,    \
+                    test_current, #a, a_, #b, b_);                                                 \
+        }                                                                                          \
+    } while (0)
+
+#define CHECK_NEAR(a, b, tol)                                                                      \
+    do {                                                                                           \
+        double a_ = (double)(a), b_ = (double)(b), t_ = (double)(tol);                             \
+        test_checks++;                                                                             \
+        if (!(a_ - b_ <= t_ && b_ - a_ <= t_)) {                                                   \
+            test_failures++;                                                                       \
+            fprintf(stderr, "%s:%d: %s: %s = %g, expected %g +- %g\n", __FILE__, __LINE__,         \
+                    test_current, #a, a_, b_, t_);                                                 \
+        }                                                                                          \
+    } while (0)
+
+#define CHECK_STR(a, b)                                                                            \
+    do {                                                                                           \
+        const char *a_ = (a), *b_ = (b);                                                           \
+        test_checks++;                                                                             \
+        if (!a_ || !b_ || strcmp(a_, b_) != 0) {                                                   \
+            test_failures++;                                                                       \
+            fprintf(stderr, "%s:%d: %s: %s = \"%s\", expected \"%s\"\n", __FILE__, __LINE__,       \
+                    test_current, #a, a_ ? a_ : "(null)", b_ ? b_ : "(null)");                     \
+        }                                                                                          \
+    } while (0)
+
+/* Prints "N passed, N failed" and returns the exit status. */
+int test_summary(void);
+
+/* Read a whole file (gunzipped when it ends in .gz) into malloc'd memory; NULL on error. */
+char *test_read_file(const char *path, size_t *len);
+
+#endif
