@@ -36,9 +36,9 @@ void tl_ivset_free(tl_ivset *set);
 /* The time the ratios are taken against: the union of the step spans (TL_CAT_STEP) when the
  * trace has steps, else the span of all events. */
 typedef struct tl_window {
-    int64_t t0, t1;  /* first start, last end */
-    int64_t total;   /* length of the union of steps (or t1 - t0 without steps) */
-    int nsteps;      /* number of step events (0 = none) */
+    int64_t t0, t1; /* first start, last end */
+    int64_t total;  /* length of the union of steps (or t1 - t0 without steps) */
+    int nsteps;     /* number of step events (0 = none) */
 } tl_window;
 
 void tl_profiled_window(const tl_trace *t, tl_window *w);
@@ -50,13 +50,13 @@ void tl_self_times(const tl_trace *t, int64_t *out);
 /* ---- options shared by views ------------------------------------------------------------ */
 
 typedef struct tl_view_opts {
-    const char *sort; /* column key or title to sort by; NULL = the view's default */
-    int ascending;    /* sort ascending instead of descending */
-    int top;          /* keep the first N rows; 0 = all */
-    int thread_sep;   /* split per thread where the view supports it */
-    int expand;       /* operator view: list kernels under each operator */
-    int per_stream;   /* kernel view: one row per (kernel, stream) */
-    int group_by_shape; /* ops table */
+    const char *sort;     /* column key or title to sort by; NULL = the view's default */
+    int ascending;        /* sort ascending instead of descending */
+    int top;              /* keep the first N rows; 0 = all */
+    int thread_sep;       /* split per thread where the view supports it */
+    int expand;           /* operator view: list kernels under each operator */
+    int per_stream;       /* kernel view: one row per (kernel, stream) */
+    int group_by_shape;   /* ops table */
     int64_t threshold_ns; /* gaps: smallest gap / "short kernel" threshold; 0 = view default */
 } tl_view_opts;
 

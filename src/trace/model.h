@@ -19,28 +19,28 @@
 
 /* What an event is. The views key on this, never on names. */
 typedef enum tl_cat {
-    TL_CAT_USER = 0,      /* user annotation / record_function / tally range (TALLY_USER) */
-    TL_CAT_DATALOADER,    /* the tally_category values come first, in the same order */
+    TL_CAT_USER = 0,   /* user annotation / record_function / tally range (TALLY_USER) */
+    TL_CAT_DATALOADER, /* the tally_category values come first, in the same order */
     TL_CAT_FORWARD,
     TL_CAT_BACKWARD,
     TL_CAT_OPTIMIZER,
-    TL_CAT_COMMUNICATION, /* host-side communication range */
-    TL_CAT_OPERATOR,      /* cpu_op / aten op / Paddle Operator */
-    TL_CAT_STEP,          /* ProfilerStep#N / ProfileStep#N */
-    TL_CAT_OPERATOR_INNER,/* Paddle OperatorInner (infer_shape, compute) */
-    TL_CAT_PYTHON,        /* python_function */
-    TL_CAT_RUNTIME,       /* cuda_runtime / hip runtime call on a host thread */
-    TL_CAT_DRIVER,        /* cuda_driver call */
-    TL_CAT_KERNEL,        /* device: kernel */
-    TL_CAT_MEMCPY,        /* device: copy; memcpy_kind says which */
-    TL_CAT_MEMSET,        /* device: memset */
-    TL_CAT_GPU_USER,      /* device: gpu_user_annotation */
-    TL_CAT_SYNC,          /* cuda_sync */
-    TL_CAT_OVERHEAD,      /* profiler overhead */
-    TL_CAT_INSTANT,       /* instant mark */
-    TL_CAT_COUNTER,       /* counter sample: value = the sample */
-    TL_CAT_MEMORY,        /* [memory] allocation event: value = bytes (negative = free) */
-    TL_CAT_OTHER,         /* anything else a reader keeps */
+    TL_CAT_COMMUNICATION,  /* host-side communication range */
+    TL_CAT_OPERATOR,       /* cpu_op / aten op / Paddle Operator */
+    TL_CAT_STEP,           /* ProfilerStep#N / ProfileStep#N */
+    TL_CAT_OPERATOR_INNER, /* Paddle OperatorInner (infer_shape, compute) */
+    TL_CAT_PYTHON,         /* python_function */
+    TL_CAT_RUNTIME,        /* cuda_runtime / hip runtime call on a host thread */
+    TL_CAT_DRIVER,         /* cuda_driver call */
+    TL_CAT_KERNEL,         /* device: kernel */
+    TL_CAT_MEMCPY,         /* device: copy; memcpy_kind says which */
+    TL_CAT_MEMSET,         /* device: memset */
+    TL_CAT_GPU_USER,       /* device: gpu_user_annotation */
+    TL_CAT_SYNC,           /* cuda_sync */
+    TL_CAT_OVERHEAD,       /* profiler overhead */
+    TL_CAT_INSTANT,        /* instant mark */
+    TL_CAT_COUNTER,        /* counter sample: value = the sample */
+    TL_CAT_MEMORY,         /* [memory] allocation event: value = bytes (negative = free) */
+    TL_CAT_OTHER,          /* anything else a reader keeps */
     TL_CAT_COUNT
 } tl_cat;
 
@@ -73,21 +73,21 @@ enum {
 #define TL_NONE (-1) /* "no event" in index fields */
 
 typedef struct tl_event {
-    int64_t ts;      /* start, ns */
-    int64_t dur;     /* duration, ns (0 for instants) */
-    int64_t corr;    /* correlation id linking runtime call <-> device work; 0 = none */
-    int64_t value;   /* bytes for copies/memsets/memory events, the counter value * 1e3 for
-                        counters (milli-units), the step number for TL_CAT_STEP; else 0 */
-    uint32_t name;   /* string id */
-    uint32_t args;   /* string id of an argument string (input shapes, ...); 0 = none */
-    uint32_t track;  /* index into trace->tracks */
-    int32_t parent;  /* enclosing span on the same host track (after finish), or TL_NONE */
-    int32_t link;    /* runtime call: first device event it launched; device event: the runtime
-                        call that launched it (after finish); TL_NONE otherwise */
-    uint16_t cat;    /* tl_cat */
-    uint16_t flags;  /* TL_EV_* */
-    uint8_t copy;    /* tl_memcpy_kind for TL_CAT_MEMCPY */
-    uint8_t depth;   /* nesting depth on its host track (0 = top), saturates at 255 */
+    int64_t ts;     /* start, ns */
+    int64_t dur;    /* duration, ns (0 for instants) */
+    int64_t corr;   /* correlation id linking runtime call <-> device work; 0 = none */
+    int64_t value;  /* bytes for copies/memsets/memory events, the counter value * 1e3 for
+                       counters (milli-units), the step number for TL_CAT_STEP; else 0 */
+    uint32_t name;  /* string id */
+    uint32_t args;  /* string id of an argument string (input shapes, ...); 0 = none */
+    uint32_t track; /* index into trace->tracks */
+    int32_t parent; /* enclosing span on the same host track (after finish), or TL_NONE */
+    int32_t link;   /* runtime call: first device event it launched; device event: the runtime
+                       call that launched it (after finish); TL_NONE otherwise */
+    uint16_t cat;   /* tl_cat */
+    uint16_t flags; /* TL_EV_* */
+    uint8_t copy;   /* tl_memcpy_kind for TL_CAT_MEMCPY */
+    uint8_t depth;  /* nesting depth on its host track (0 = top), saturates at 255 */
     uint16_t pad_;
 } tl_event;
 
@@ -106,8 +106,8 @@ typedef struct tl_track {
 
 /* Interned strings: id 0 is "". */
 typedef struct tl_strtab {
-    char **str;      /* id -> NUL-terminated string (owned) */
-    uint32_t *len;   /* id -> length */
+    char **str;    /* id -> NUL-terminated string (owned) */
+    uint32_t *len; /* id -> length */
     uint32_t count;
     uint32_t cap;
     uint32_t *slots; /* open-addressing hash: id+1, 0 = empty */
@@ -129,19 +129,19 @@ static inline const char *tl_str(const tl_strtab *t, uint32_t id)
 
 typedef struct tl_device {
     int32_t id;
-    uint32_t name;     /* "NVIDIA H100 80GB HBM3" */
-    int64_t memory;    /* totalGlobalMem, bytes; 0 = unknown */
-    int32_t sm_count;  /* 0 = unknown */
+    uint32_t name;    /* "NVIDIA H100 80GB HBM3" */
+    int64_t memory;   /* totalGlobalMem, bytes; 0 = unknown */
+    int32_t sm_count; /* 0 = unknown */
     int32_t cc_major, cc_minor;
 } tl_device;
 
 typedef enum tl_source {
     TL_SRC_UNKNOWN = 0,
-    TL_SRC_TALLY,  /* tally's own .tally file */
-    TL_SRC_KINETO, /* PyTorch profiler (Kineto) JSON */
+    TL_SRC_TALLY,        /* tally's own .tally file */
+    TL_SRC_KINETO,       /* PyTorch profiler (Kineto) JSON */
     TL_SRC_TORCH_LEGACY, /* PyTorch's older exporter without Kineto */
-    TL_SRC_PADDLE, /* Paddle profiler JSON */
-    TL_SRC_CHROME  /* a plain Chrome trace */
+    TL_SRC_PADDLE,       /* Paddle profiler JSON */
+    TL_SRC_CHROME        /* a plain Chrome trace */
 } tl_source;
 
 typedef struct tl_trace {
@@ -154,22 +154,26 @@ typedef struct tl_trace {
     uint32_t ndevices, cap_devices;
 
     tl_source source;
-    const char *path;     /* where it was read from (borrowed) */
-    int64_t wall_offset;  /* add to ts to get Unix-epoch ns; 0 = unknown */
-    int32_t rank;         /* distributed rank, -1 = unknown */
-    int32_t world_size;   /* 0 = unknown */
-    int64_t pid;          /* main process id, 0 = unknown */
+    const char *path;    /* where it was read from (borrowed) */
+    int64_t wall_offset; /* add to ts to get Unix-epoch ns; 0 = unknown */
+    int32_t rank;        /* distributed rank, -1 = unknown */
+    int32_t world_size;  /* 0 = unknown */
+    int64_t pid;         /* main process id, 0 = unknown */
 
     /* Losses and warnings carried by the trace (recorder counts). */
-    uint64_t dropped;     /* records dropped at the memory cap */
+    uint64_t dropped; /* records dropped at the memory cap */
     uint64_t bad_pops, bad_ends, calls_outside, unclosed;
-    uint32_t samples_unit;/* string id of the unit of step samples ("samples", "tokens") */
+    uint32_t samples_unit; /* string id of the unit of step samples ("samples", "tokens") */
 
     /* Steps closed by tally_step with their sample counts, in order (tally traces). */
     int64_t *step_samples;
     size_t nsteps_samples;
 
-    int finished;         /* tl_trace_finish ran */
+    int finished; /* tl_trace_finish ran */
+
+    /* private: track lookup hash (index + 1, 0 = empty) */
+    uint32_t *track_slots_;
+    uint32_t ntrack_slots_;
 } tl_trace;
 
 void tl_trace_init(tl_trace *t);

@@ -1,0 +1,205 @@
+/*
+ * analysis.c — interval algebra and the other small pieces every view shares.
+ *
+ * Interval sets are kept as plain arrays; normalize sorts and merges them, after which union,
+ * intersection and difference are linear merges. Times of "a type of event" in the views are
+ * always lengths of normalized sets, so overlapping events are never counted twice.
+ */
+#include "analysis/analysis.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void tl_ivset_add(tl_ivset *set, int64_t s, int64_t e)
+{
+    if (e <= s)
+        return;
+    if (set->n == set->cap) {
+        size_t nc = set->cap ? set->cap * 2 : 64;
+        tl_iv *nv = realloc(set->v, nc * sizeof *nv);
+        if (!nv)
+            return;
+        set->v = nv;
+        set->cap = nc;
+    }
+    set->v[set->n].s = s;
+    set->v[set->n].e = e;
+    set->n++;
+}
+
+static int iv_cmp(const void *pa, const void *pb)
+{
+    const tl_iv *a = pa, *b = pb;
+    if (a->s != b->s)
+        return a->s < b->s ? -1 : 1;
+    return (a->e > b->e) - (a->e < b->e);
+}
+
+void tl_ivset_normalize(tl_ivset *set)
+{
+    if (set->n < 2)
+        return;
+    int sorted = 1;
+    for (size_t i = 1; i < set->n && sorted; i++)
+        if (set->v[i].s < set->v[i - 1].s)
+            sorted = 0;
+    if (!sorted)
+        qsort(set->v, set->n, sizeof *set->v, iv_cmp);
+    size_t w = 0;
+    for (size_t i = 1; i < set->n; i++) {
+        if (set->v[i].s <= set->v[w].e) {
+            if (set->v[i].e > set->v[w].e)
+                set->v[w].e = set->v[i].e;
+        } else {
+            set->v[++w] = set->v[i];
+        }
+    }
+    set->n = w + 1;
+}
+
+int64_t tl_ivset_length(const tl_ivset *set)
+{
+    int64_t total = 0;
+    for (size_t i = 0; i < set->n; i++)
+        total += set->v[i].e - set->v[i].s;
+    return total;
+}
+
+void tl_ivset_union(const tl_ivset *a, const tl_ivset *b, tl_ivset *out)
+{
+    tl_ivset_clear(out);
+    for (size_t i = 0; i < a->n; i++)
+        tl_ivset_add(out, a->v[i].s, a->v[i].e);
+    for (size_t i = 0; i < b->n; i++)
+        tl_ivset_add(out, b->v[i].s, b->v[i].e);
+    tl_ivset_normalize(out);
+}
+
+void tl_ivset_intersect(const tl_ivset *a, const tl_ivset *b, tl_ivset *out)
+{
+    tl_ivset_clear(out);
+    size_t i = 0, j = 0;
+    while (i < a->n && j < b->n) {
+        int64_t s = a->v[i].s > b->v[j].s ? a->v[i].s : b->v[j].s;
+        int64_t e = a->v[i].e < b->v[j].e ? a->v[i].e : b->v[j].e;
+        tl_ivset_add(out, s, e);
+        if (a->v[i].e < b->v[j].e)
+            i++;
+        else
+            j++;
+    }
+}
+
+void tl_ivset_subtract(const tl_ivset *a, const tl_ivset *b, tl_ivset *out)
+{
+    tl_ivset_clear(out);
+    size_t j = 0;
+    for (size_t i = 0; i < a->n; i++) {
+        int64_t s = a->v[i].s, e = a->v[i].e;
+        while (j < b->n && b->v[j].e <= s)
+            j++;
+        size_t k = j;
+        while (k < b->n && b->v[k].s < e) {
+            if (b->v[k].s > s)
+                tl_ivset_add(out, s, b->v[k].s);
+            if (b->v[k].e > s)
+                s = b->v[k].e;
+            if (s >= e)
+                break;
+            k++;
+        }
+        tl_ivset_add(out, s, e);
+    }
+}
+
+void tl_ivset_clip(tl_ivset *set, int64_t s, int64_t e)
+{
+    size_t w = 0;
+    for (size_t i = 0; i < set->n; i++) {
+        int64_t a = set->v[i].s > s ? set->v[i].s : s;
+        int64_t b = set->v[i].e < e ? set->v[i].e : e;
+        if (b > a) {
+            set->v[w].s = a;
+            set->v[w].e = b;
+            w++;
+        }
+    }
+    set->n = w;
+}
+
+void tl_ivset_clear(tl_ivset *set)
+{
+    set->n = 0;
+}
+
+void tl_ivset_free(tl_ivset *set)
+{
+    free(set->v);
+    memset(set, 0, sizeof *set);
+}
+
+void tl_profiled_window(const tl_trace *t, tl_window *w)
+{
+    memset(w, 0, sizeof *w);
+    tl_ivset steps = {0};
+    int64_t t0 = INT64_MAX, t1 = INT64_MIN;
+    for (size_t i = 0; i < t->nev; i++) {
+        const tl_event *e = &t->ev[i];
+        if (e->cat != TL_CAT_STEP)
+            continue;
+        w->nsteps++;
+        tl_ivset_add(&steps, e->ts, e->ts + e->dur);
+        if (e->ts < t0)
+            t0 = e->ts;
+        if (e->ts + e->dur > t1)
+            t1 = e->ts + e->dur;
+    }
+    if (w->nsteps) {
+        tl_ivset_normalize(&steps);
+        w->t0 = t0;
+        w->t1 = t1;
+        w->total = tl_ivset_length(&steps);
+    } else {
+        tl_trace_span(t, &w->t0, &w->t1);
+        w->total = w->t1 - w->t0;
+    }
+    tl_ivset_free(&steps);
+}
+
+void tl_self_times(const tl_trace *t, int64_t *out)
+{
+    for (size_t i = 0; i < t->nev; i++)
+        out[i] = t->ev[i].dur;
+    for (size_t i = 0; i < t->nev; i++) {
+        const tl_event *e = &t->ev[i];
+        if (e->parent != TL_NONE && !(e->flags & TL_EV_INSTANT) && e->dur > 0)
+            out[e->parent] -= e->dur;
+    }
+}
+
+int tl_view_sort(tl_table *tab, const tl_view_opts *o, const char *default_key, int from,
+                 tl_error *err)
+{
+    const char *key = o && o->sort ? o->sort : default_key;
+    if (key) {
+        int col = tl_table_find_col(tab, key);
+        if (col < 0) {
+            if (o && o->sort) {
+                char cols[400];
+                size_t n = 0;
+                cols[0] = 0;
+                for (int c = 0; c < tab->ncols && n + 1 < sizeof cols; c++)
+                    n += (size_t)snprintf(cols + n, sizeof cols - n, "%s%s", c ? ", " : "",
+                                          tab->cols[c].key);
+                tl_error_set(err, "unknown sort key '%s' for %s; expected one of: %s", key,
+                             tab->title, cols);
+                return -1;
+            }
+        } else {
+            tl_table_sort(tab, col, !(o && o->ascending), from);
+        }
+    }
+    if (o && o->top > 0)
+        tl_table_truncate(tab, from + o->top);
+    return 0;
+}

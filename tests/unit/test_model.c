@@ -1,0 +1,209 @@
+/* test_model.c — the trace model: interning, ordering, nesting, correlation links, intervals. */
+#include "analysis/analysis.h"
+#include "testlib.h"
+#include "trace/model.h"
+
+#include <stdlib.h>
+
+static tl_event *span(tl_trace *t, uint32_t track, int cat, const char *name, int64_t ts,
+                      int64_t dur)
+{
+    tl_event *e = tl_trace_add(t);
+    e->track = track;
+    e->cat = (uint16_t)cat;
+    e->name = tl_intern(&t->strings, name, strlen(name));
+    e->ts = ts;
+    e->dur = dur;
+    return e;
+}
+
+static int find(const tl_trace *t, const char *name)
+{
+    for (size_t i = 0; i < t->nev; i++)
+        if (!strcmp(tl_str(&t->strings, t->ev[i].name), name))
+            return (int)i;
+    return -1;
+}
+
+TEST(intern_returns_same_id_for_same_string)
+{
+    tl_strtab s;
+    tl_strtab_init(&s);
+    CHECK_EQ_INT(tl_intern(&s, "", 0), 0);
+    uint32_t a = tl_intern(&s, "aten::mm", 8);
+    uint32_t b = tl_intern(&s, "aten::add", 9);
+    CHECK(a != b);
+    CHECK_EQ_INT(tl_intern(&s, "aten::mm", 8), a);
+    char buf[32];
+    for (int i = 0; i < 5000; i++) {
+        int n = snprintf(buf, sizeof buf, "name%d", i);
+        tl_intern(&s, buf, (size_t)n);
+    }
+    CHECK_EQ_INT(tl_intern(&s, "name4321", 8), tl_intern(&s, "name4321", 8));
+    CHECK_STR(tl_str(&s, a), "aten::mm");
+    CHECK_EQ_INT(s.count, 5003);
+    tl_strtab_free(&s);
+}
+
+TEST(tracks_are_found_again)
+{
+    tl_trace t;
+    tl_trace_init(&t);
+    uint32_t a = tl_trace_track(&t, TL_TRACK_THREAD, 10, 11, -1);
+    uint32_t b = tl_trace_track(&t, TL_TRACK_STREAM, 10, 7, 0);
+    for (int i = 0; i < 300; i++)
+        tl_trace_track(&t, TL_TRACK_THREAD, 10, 1000 + i, -1);
+    CHECK(a != b);
+    CHECK_EQ_INT(tl_trace_track(&t, TL_TRACK_THREAD, 10, 11, -1), a);
+    CHECK_EQ_INT(tl_trace_track(&t, TL_TRACK_STREAM, 10, 7, 0), b);
+    CHECK_EQ_INT(t.ntracks, 302);
+    tl_trace_free(&t);
+}
+
+TEST(finish_sorts_and_nests)
+{
+    tl_trace t;
+    tl_trace_init(&t);
+    uint32_t th = tl_trace_track(&t, TL_TRACK_THREAD, 1, 1, -1);
+    uint32_t th2 = tl_trace_track(&t, TL_TRACK_THREAD, 1, 2, -1);
+    /* added out of order on purpose */
+    span(&t, th, TL_CAT_OPERATOR, "child", 200, 100);
+    span(&t, th, TL_CAT_STEP, "step", 0, 1000);
+    span(&t, th, TL_CAT_OPERATOR, "grandchild", 220, 50);
+    span(&t, th, TL_CAT_USER, "same_start_outer", 500, 400);
+    span(&t, th, TL_CAT_USER, "same_start_inner", 500, 100);
+    span(&t, th, TL_CAT_USER, "partial", 850, 300); /* crosses the end of same_start_outer */
+    span(&t, th2, TL_CAT_USER, "other_thread", 250, 10);
+    tl_event *m = span(&t, th, TL_CAT_MEMORY, "[memory]", 230, 0);
+    m->flags = TL_EV_INSTANT;
+    CHECK_EQ_INT(tl_trace_finish(&t), 0);
+    for (size_t i = 1; i < t.nev; i++)
+        CHECK(t.ev[i - 1].track < t.ev[i].track ||
+              (t.ev[i - 1].track == t.ev[i].track && t.ev[i - 1].ts <= t.ev[i].ts));
+    int step = find(&t, "step"), child = find(&t, "child"), gc = find(&t, "grandchild");
+    int so = find(&t, "same_start_outer"), si = find(&t, "same_start_inner");
+    int partial = find(&t, "partial"), other = find(&t, "other_thread"), mem = find(&t, "[memory]");
+    CHECK_EQ_INT(t.ev[step].parent, TL_NONE);
+    CHECK_EQ_INT(t.ev[child].parent, step);
+    CHECK_EQ_INT(t.ev[gc].parent, child);
+    CHECK_EQ_INT(t.ev[gc].depth, 2);
+    CHECK_EQ_INT(t.ev[so].parent, step);
+    CHECK_EQ_INT(t.ev[si].parent, so);
+    CHECK_EQ_INT(t.ev[partial].parent, TL_NONE); /* sticks out of the step too */
+    CHECK_EQ_INT(t.ev[other].parent, TL_NONE);
+    CHECK_EQ_INT(t.ev[mem].parent, gc);
+
+    int64_t *self = calloc(t.nev, sizeof *self);
+    tl_self_times(&t, self);
+    CHECK_EQ_INT(self[step], 1000 - 100 - 400);
+    CHECK_EQ_INT(self[child], 50);
+    CHECK_EQ_INT(self[so], 300);
+    free(self);
+    tl_trace_free(&t);
+}
+
+TEST(finish_links_runtime_calls_to_device_work)
+{
+    tl_trace t;
+    tl_trace_init(&t);
+    uint32_t th = tl_trace_track(&t, TL_TRACK_THREAD, 1, 1, -1);
+    uint32_t s7 = tl_trace_track(&t, TL_TRACK_STREAM, 1, 7, 0);
+    tl_event *k1 = span(&t, s7, TL_CAT_KERNEL, "k1", 500, 100);
+    k1->corr = 42;
+    tl_event *k2 = span(&t, s7, TL_CAT_KERNEL, "k2", 700, 100);
+    k2->corr = 42; /* graph launch: two kernels, one call */
+    tl_event *k3 = span(&t, s7, TL_CAT_KERNEL, "k3", 900, 10);
+    k3->corr = 99; /* no call for it */
+    span(&t, th, TL_CAT_OPERATOR, "aten::mm", 0, 300);
+    tl_event *r = span(&t, th, TL_CAT_RUNTIME, "cudaGraphLaunch", 100, 50);
+    r->corr = 42;
+    CHECK_EQ_INT(tl_trace_finish(&t), 0);
+    int ik1 = find(&t, "k1"), ik2 = find(&t, "k2"), ik3 = find(&t, "k3");
+    int ir = find(&t, "cudaGraphLaunch"), iop = find(&t, "aten::mm");
+    CHECK_EQ_INT(t.ev[ik1].link, ir);
+    CHECK_EQ_INT(t.ev[ik2].link, ir);
+    CHECK_EQ_INT(t.ev[ik3].link, TL_NONE);
+    CHECK_EQ_INT(t.ev[ir].link, ik1);
+    CHECK_EQ_INT(t.ev[ir].parent, iop);
+    CHECK_EQ_INT(t.ev[ik1].parent, TL_NONE); /* device work never nests on host tracks */
+    tl_trace_free(&t);
+}
+
+TEST(many_events_sort_like_a_reference_order)
+{
+    tl_trace t;
+    tl_trace_init(&t);
+    uint32_t tr[3];
+    for (int i = 0; i < 3; i++)
+        tr[i] = tl_trace_track(&t, TL_TRACK_THREAD, 1, i, -1);
+    srand(7);
+    for (int i = 0; i < 20000; i++)
+        span(&t, tr[rand() % 3], TL_CAT_USER, "x", rand() % 100000, rand() % 50);
+    CHECK_EQ_INT(tl_trace_finish(&t), 0);
+    int bad = 0;
+    for (size_t i = 1; i < t.nev; i++) {
+        const tl_event *a = &t.ev[i - 1], *b = &t.ev[i];
+        if (a->track > b->track || (a->track == b->track && a->ts > b->ts) ||
+            (a->track == b->track && a->ts == b->ts && a->dur < b->dur))
+            bad++;
+    }
+    CHECK_EQ_INT(bad, 0);
+    tl_trace_free(&t);
+}
+
+TEST(interval_algebra)
+{
+    tl_ivset a = {0}, b = {0}, out = {0};
+    tl_ivset_add(&a, 10, 20);
+    tl_ivset_add(&a, 0, 5);
+    tl_ivset_add(&a, 15, 30); /* overlaps 10..20 */
+    tl_ivset_add(&a, 40, 40); /* empty, ignored */
+    tl_ivset_normalize(&a);
+    CHECK_EQ_INT(a.n, 2);
+    CHECK_EQ_INT(tl_ivset_length(&a), 5 + 20);
+    tl_ivset_add(&b, 3, 12);
+    tl_ivset_add(&b, 25, 50);
+    tl_ivset_normalize(&b);
+    tl_ivset_intersect(&a, &b, &out);
+    CHECK_EQ_INT(tl_ivset_length(&out), 2 + 2 + 5); /* 3..5, 10..12, 25..30 */
+    tl_ivset_union(&a, &b, &out);
+    CHECK_EQ_INT(tl_ivset_length(&out), 50); /* 0..50 */
+    tl_ivset_subtract(&a, &b, &out);
+    CHECK_EQ_INT(tl_ivset_length(&out), 3 + 13); /* 0..3, 12..25 */
+    CHECK_EQ_INT(out.n, 2);
+    tl_ivset_clip(&out, 1, 20);
+    CHECK_EQ_INT(tl_ivset_length(&out), 2 + 8);
+    tl_ivset_free(&a);
+    tl_ivset_free(&b);
+    tl_ivset_free(&out);
+}
+
+TEST(profiled_window_is_union_of_steps)
+{
+    tl_trace t;
+    tl_trace_init(&t);
+    uint32_t th = tl_trace_track(&t, TL_TRACK_THREAD, 1, 1, -1);
+    span(&t, th, TL_CAT_STEP, "ProfilerStep#0", 100, 1000);
+    span(&t, th, TL_CAT_STEP, "ProfilerStep#1", 1500, 500); /* 400 ns gap between steps */
+    span(&t, th, TL_CAT_USER, "outside", 0, 5000);
+    tl_trace_finish(&t);
+    tl_window w;
+    tl_profiled_window(&t, &w);
+    CHECK_EQ_INT(w.nsteps, 2);
+    CHECK_EQ_INT(w.total, 1500);
+    CHECK_EQ_INT(w.t0, 100);
+    CHECK_EQ_INT(w.t1, 2000);
+    tl_trace_free(&t);
+}
+
+int main(void)
+{
+    RUN(intern_returns_same_id_for_same_string);
+    RUN(tracks_are_found_again);
+    RUN(finish_sorts_and_nests);
+    RUN(finish_links_runtime_calls_to_device_work);
+    RUN(many_events_sort_like_a_reference_order);
+    RUN(interval_algebra);
+    RUN(profiled_window_is_union_of_steps);
+    return test_summary();
+}
