@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs what tally needs to build and test on a fresh Debian 12 machine (run as root, or with
+# sudo available). Safe to run again: it installs only what is missing.
+set -euo pipefail
+need=()
+for pkg in build-essential cmake zlib1g-dev libsqlite3-dev clang libclang-rt-14-dev python3 procps; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  echo "setup: installing ${need[*]}" >&2
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
+fi
