@@ -40,11 +40,11 @@ typedef struct tally__device_event {
     int64_t bytes;      /* copies and memsets */
     int64_t stream;
     int32_t device;
-    uint32_t cat;       /* TALLY__CAT_KERNEL, _MEMCPY, _MEMSET, ... (format.h) */
-    uint8_t copy_kind;  /* for copies: same numbering as tl_memcpy_kind */
-    uint16_t flags;     /* TL_EV_* flags meaning (sync copy, pageable) */
-    const char *name;   /* copied */
-    const char *args;   /* optional "grid [..] block [..] regs .." string, copied; may be NULL */
+    uint32_t cat;      /* TALLY__CAT_KERNEL, _MEMCPY, _MEMSET, ... (format.h) */
+    uint8_t copy_kind; /* for copies: same numbering as tl_memcpy_kind */
+    uint16_t flags;    /* TL_EV_* flags meaning (sync copy, pageable) */
+    const char *name;  /* copied */
+    const char *args;  /* optional "grid [..] block [..] regs .." string, copied; may be NULL */
 } tally__device_event;
 void tally__record_device(const tally__device_event *e);
 

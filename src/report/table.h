@@ -45,6 +45,8 @@ typedef struct tl_table {
     int nrows, cap_rows;
     char **notes;    /* footer lines (text only; json: "notes" array) */
     int nnotes;
+    struct tl_table *next; /* a view may return several tables as a chain; tl_table_free frees
+                              the whole chain, tl_out_table writes one table */
 } tl_table;
 
 tl_table *tl_table_new(const char *title, const char *key, const tl_col *cols, int ncols);
@@ -82,6 +84,7 @@ typedef struct tl_out {
     tl_format fmt;
     tl_unit unit;   /* text only: force one unit for times */
     int ntables;    /* written so far */
+    struct tl_out_priv *priv; /* renderer state (json messages, keys used); table.c owns it */
 } tl_out;
 
 void tl_out_begin(tl_out *o, FILE *f, tl_format fmt, tl_unit unit);

@@ -30,7 +30,7 @@ extern const char *test_current;
         test_checks++;                                                                             \
         if (!(cond)) {                                                                             \
             test_failures++;                                                                       \
-            fprintf(stderr, "%s:%d: %s: check failed: %s\n", __FILE__, __LINE__, test_current,    \
+            fprintf(stderr, "%s:%d: %s: check failed: %s\n", __FILE__, __LINE__, test_current,     \
                     #cond);                                                                        \
         }                                                                                          \
     } while (0)

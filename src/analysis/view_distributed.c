@@ -1,0 +1,169 @@
+/*
+ * view_distributed.c — communication against computation on one rank (one trace = one rank).
+ *
+ * Communication kernels are kernels whose name says so (nccl, rccl, xccl, hccl, any case) or
+ * that were launched from inside a host range of category Communication; every other kernel is
+ * computation (copies and memsets are neither, as in HTA). Both are interval unions clipped to
+ * the profiled window; overlap is their intersection and exposed communication is
+ * communication minus computation — the time the rank waits on the network with nothing else
+ * to do. Host communication ranges (Communication category, and the collectives PyTorch names
+ * nccl:*, c10d::*, gloo:*, record_param_comms) are reported beside them, as Paddle's
+ * Distribution Summary does, but kept apart from the GPU numbers so that overlap means what an
+ * engineer expects: kernels running at the same time.
+ */
+#include "analysis/insight.h"
+
+#include <stdlib.h>
+#include <strings.h>
+#include <string.h>
+
+static int has_ci(const char *s, const char *needle)
+{
+    size_t n = strlen(needle);
+    for (; *s; s++)
+        if (strncasecmp(s, needle, n) == 0)
+            return 1;
+    return 0;
+}
+
+int tl_is_comm_kernel_name(const char *name)
+{
+    return has_ci(name, "nccl") || has_ci(name, "rccl") || has_ci(name, "xccl") ||
+           has_ci(name, "hccl");
+}
+
+static int is_host_comm(const tl_trace *t, const tl_event *e)
+{
+    if (e->cat == TL_CAT_COMMUNICATION)
+        return 1;
+    if (e->cat != TL_CAT_OPERATOR && e->cat != TL_CAT_USER)
+        return 0;
+    const char *n = tl_str(&t->strings, e->name);
+    return !strncmp(n, "nccl:", 5) || !strncmp(n, "c10d::", 6) || !strncmp(n, "gloo:", 5) ||
+           !strcmp(n, "record_param_comms");
+}
+
+/* Launched from inside a Communication range: walk up from the launching call. */
+static int launched_in_comm(const tl_trace *t, const tl_event *k)
+{
+    int32_t j = k->link;
+    for (int depth = 0; j != TL_NONE && depth < 256; depth++) {
+        if (t->ev[j].cat == TL_CAT_COMMUNICATION)
+            return 1;
+        j = t->ev[j].parent;
+    }
+    return 0;
+}
+
+int tl_comm_compute(const tl_trace *t, tl_comm *c)
+{
+    memset(c, 0, sizeof *c);
+    tl_profiled_window(t, &c->window);
+    tl_ivset comm = {0}, comp = {0}, host = {0}, tmp = {0};
+    /* per string id: 0 = not looked at yet, 1 = not a communication kernel name, 2 = one */
+    uint8_t *named = calloc(t->strings.count ? t->strings.count : 1, 1);
+    if (!named)
+        return -1;
+    for (size_t i = 0; i < t->nev; i++) {
+        const tl_event *e = &t->ev[i];
+        if (e->cat == TL_CAT_KERNEL) {
+            if (e->name < t->strings.count && !named[e->name])
+                named[e->name] = 1 + tl_is_comm_kernel_name(tl_str(&t->strings, e->name));
+            if ((e->name < t->strings.count && named[e->name] == 2) || launched_in_comm(t, e)) {
+                tl_ivset_add(&comm, e->ts, e->ts + e->dur);
+                c->ncomm++;
+            } else {
+                tl_ivset_add(&comp, e->ts, e->ts + e->dur);
+                c->ncomp++;
+            }
+        } else if (!tl_cat_is_device((tl_cat)e->cat) && e->dur > 0 && is_host_comm(t, e)) {
+            tl_ivset_add(&host, e->ts, e->ts + e->dur);
+            c->nhost++;
+        }
+    }
+    free(named);
+    int oom = (c->ncomm && !comm.v) || (c->ncomp && !comp.v) || (c->nhost && !host.v);
+    tl_ivset_normalize(&comm);
+    tl_ivset_normalize(&comp);
+    tl_ivset_normalize(&host);
+    tl_ivset_clip(&comm, c->window.t0, c->window.t1);
+    tl_ivset_clip(&comp, c->window.t0, c->window.t1);
+    tl_ivset_clip(&host, c->window.t0, c->window.t1);
+    c->comm = tl_ivset_length(&comm);
+    c->comp = tl_ivset_length(&comp);
+    c->host_comm = tl_ivset_length(&host);
+    tl_ivset_intersect(&comm, &comp, &tmp);
+    c->overlap = tl_ivset_length(&tmp);
+    c->exposed = c->comm - c->overlap;
+    tl_ivset_free(&comm);
+    tl_ivset_free(&comp);
+    tl_ivset_free(&host);
+    tl_ivset_free(&tmp);
+    return oom ? -1 : 0;
+}
+
+enum { D_NAME, D_CALLS, D_TIME, D_PCT, D_NCOLS };
+
+static const tl_col dist_cols[D_NCOLS] = {
+    [D_NAME] = {"Name", "name", TL_COL_STR, 1},
+    [D_CALLS] = {"Calls", "calls", TL_COL_INT, 0},
+    [D_TIME] = {"Time", "time_us", TL_COL_TIME, 0},
+    [D_PCT] = {"Ratio (%)", "ratio_pct", TL_COL_PCT, 0},
+};
+
+static void row(tl_table *tab, const char *name, int indent, int64_t calls, int64_t ns,
+                int64_t total)
+{
+    int r = tl_table_add_row(tab);
+    if (r < 0)
+        return;
+    tl_table_str(tab, r, D_NAME, name);
+    tl_table_indent(tab, r, D_NAME, indent);
+    if (calls >= 0)
+        tl_table_int(tab, r, D_CALLS, calls);
+    tl_table_time(tab, r, D_TIME, ns);
+    tl_table_pct(tab, r, D_PCT, total > 0 ? 100.0 * (double)ns / (double)total : 0);
+}
+
+tl_table *tl_view_distributed(const tl_trace *t, const tl_view_opts *o, tl_error *err)
+{
+    (void)o;
+    tl_comm c;
+    if (tl_comm_compute(t, &c) != 0) {
+        tl_error_set(err, "distributed: out of memory");
+        return NULL;
+    }
+    char title[96];
+    if (t->rank >= 0 && t->world_size > 0)
+        snprintf(title, sizeof title, "Distributed (rank %d of %d)", (int)t->rank,
+                 (int)t->world_size);
+    else if (t->rank >= 0)
+        snprintf(title, sizeof title, "Distributed (rank %d)", (int)t->rank);
+    else
+        snprintf(title, sizeof title, "Distributed");
+    tl_table *tab = tl_table_new(title, "distributed", dist_cols, D_NCOLS);
+    if (!tab) {
+        tl_error_set(err, "distributed: out of memory");
+        return NULL;
+    }
+    if (!c.ncomm && !c.nhost) {
+        tl_table_note(tab, "No communication in this trace: no NCCL/RCCL kernels and no "
+                           "communication ranges.");
+        return tab;
+    }
+    int64_t w = c.window.total;
+    row(tab, c.window.nsteps ? "ProfileStep" : "Profiled window", 0, c.window.nsteps, w, w);
+    row(tab, "Communication (GPU)", 1, c.ncomm, c.comm, w);
+    row(tab, "Computation (GPU)", 1, c.ncomp, c.comp, w);
+    row(tab, "Overlap", 1, -1, c.overlap, w);
+    row(tab, "Exposed communication", 1, -1, c.exposed, w);
+    row(tab, "Communication (host)", 1, c.nhost, c.host_comm, w);
+    tl_table_note(tab, "Ratios are of the profiled window%s; kernel times are interval unions.",
+                  c.window.nsteps ? " (the union of the steps)" : "");
+    if (c.comm > 0)
+        tl_table_note(tab,
+                      "%.1f%% of GPU communication ran under computation; exposed "
+                      "communication is the rest: the rank waited on the network.",
+                      100.0 * (double)c.overlap / (double)c.comm);
+    return tab;
+}

@@ -1,0 +1,558 @@
+/*
+ * view_findings.c — the end of `tally report`: up to five things worth fixing, each with the
+ * numbers that show it and the time at stake (how much of the profiled window it accounts for,
+ * an upper bound on what fixing it could save), ranked by that time.
+ *
+ * Each check is one function that looks at the trace and either adds a finding or stays quiet.
+ * The numbers come from the same code as the views that show them in full (insight_idle.c for
+ * gaps and launches, tl_comm_compute for communication), so a finding never disagrees with the
+ * table it points to. Thresholds are constants below, chosen so that a healthy trace says
+ * nothing: a finding is a claim that something is wrong, not a summary.
+ */
+#include "analysis/attrib.h"
+#include "analysis/insight.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define IDLE_PCT_MIN       20.0    /* GPU idle share of the window worth a finding */
+#define DATALOADER_PCT_MIN 10.0    /* data loading share of the window */
+#define SHORT_SHARE_MIN    30.0    /* share of kernels that are short, for "launch-bound" */
+#define SHORT_COUNT_MIN    50      /* and at least this many short kernels */
+#define COPY_STAKE_PCT_MIN 0.5     /* sync/pageable copies: host time blocked, % of window */
+#define LONG_GAP_NS        1000000 /* a "long" GPU gap: 1 ms */
+#define DOMINANT_PCT_MIN   30.0    /* one operator's share of (GPU or self CPU) time */
+#define EXPOSED_PCT_MIN    5.0     /* exposed communication, % of window */
+#define MAX_FINDINGS       5
+
+typedef struct finding {
+    int64_t stake;
+    char what[192];
+    char evidence[384];
+    char hint[160];
+} finding;
+
+typedef struct ctx {
+    const tl_trace *t;
+    tl_window w;
+    tl_ivset window;  /* the profiled window as a set (the steps, or the whole span) */
+    int has_device;   /* any kernel, copy or memset */
+    tl_idle idle;     /* per-stream idle and launch statistics */
+    int64_t short_ns; /* short-kernel threshold */
+    finding *f;
+    int nf, cap;
+} ctx;
+
+/* Times in findings are read, not compared: three significant digits ("6.97 us", "12 ms"). */
+static void tm(char *buf, size_t n, int64_t ns)
+{
+    double v = (double)ns;
+    if (ns < 1000 && ns > -1000)
+        snprintf(buf, n, "%lld ns", (long long)ns);
+    else if (ns < 1000000 && ns > -1000000)
+        snprintf(buf, n, "%.3g us", v / 1e3);
+    else if (ns < 1000000000 && ns > -1000000000)
+        snprintf(buf, n, "%.3g ms", v / 1e6);
+    else
+        snprintf(buf, n, "%.3g s", v / 1e9);
+}
+
+static double pct(int64_t part, int64_t whole)
+{
+    return whole > 0 ? 100.0 * (double)part / (double)whole : 0.0;
+}
+
+static finding *add(ctx *c, int64_t stake)
+{
+    if (c->nf == c->cap) {
+        int nc = c->cap ? c->cap * 2 : 8;
+        finding *nf = realloc(c->f, (size_t)nc * sizeof *nf);
+        if (!nf)
+            return NULL;
+        c->f = nf;
+        c->cap = nc;
+    }
+    finding *f = &c->f[c->nf++];
+    memset(f, 0, sizeof *f);
+    f->stake = stake;
+    return f;
+}
+
+/* "of the step" when the window is made of steps, else "of the trace". */
+static const char *of_window(const ctx *c)
+{
+    return c->w.nsteps ? "of the step time" : "of the trace";
+}
+
+static int is_device_op(const tl_event *e)
+{
+    return e->cat == TL_CAT_KERNEL || e->cat == TL_CAT_MEMCPY || e->cat == TL_CAT_MEMSET;
+}
+
+/* |set ∩ window| for a normalized set. */
+static int64_t in_window(const ctx *c, const tl_ivset *set)
+{
+    tl_ivset tmp = {0};
+    tl_ivset_intersect(set, &c->window, &tmp);
+    int64_t n = tl_ivset_length(&tmp);
+    tl_ivset_free(&tmp);
+    return n;
+}
+
+/* ---- the checks ------------------------------------------------------------------------- */
+
+/* Low GPU utilization: the least busy device, busy = union of its ops within the window. */
+static void check_gpu_idle(ctx *c)
+{
+    if (!c->has_device || c->w.total <= 0)
+        return;
+    const tl_trace *t = c->t;
+    int32_t devs[64];
+    int ndev = 0;
+    tl_ivset sets[64];
+    memset(sets, 0, sizeof sets);
+    for (size_t i = 0; i < t->nev; i++) {
+        const tl_event *e = &t->ev[i];
+        if (!is_device_op(e))
+            continue;
+        int32_t d = t->tracks[e->track].device;
+        int k = 0;
+        while (k < ndev && devs[k] != d)
+            k++;
+        if (k == ndev) {
+            if (ndev == 64)
+                continue;
+            devs[ndev++] = d;
+        }
+        tl_ivset_add(&sets[k], e->ts, e->ts + e->dur);
+    }
+    int worst = -1;
+    int64_t worst_busy = 0;
+    for (int k = 0; k < ndev; k++) {
+        tl_ivset_normalize(&sets[k]);
+        int64_t busy = in_window(c, &sets[k]);
+        if (worst < 0 || busy < worst_busy) {
+            worst = k;
+            worst_busy = busy;
+        }
+        tl_ivset_free(&sets[k]);
+    }
+    if (worst < 0)
+        return;
+    int64_t idle = c->w.total - worst_busy;
+    double p = pct(idle, c->w.total);
+    if (p < IDLE_PCT_MIN)
+        return;
+    finding *f = add(c, idle);
+    if (!f)
+        return;
+    char a[32], b[32];
+    int n = c->w.nsteps > 0 ? c->w.nsteps : 1;
+    tm(a, sizeof a, worst_busy / n);
+    tm(b, sizeof b, c->w.total / n);
+    snprintf(f->what, sizeof f->what, "GPU idle %.0f%% %s", p, of_window(c));
+    snprintf(f->evidence, sizeof f->evidence, "GPU %d busy %s of %s%s", (int)devs[worst], a, b,
+             c->w.nsteps ? " per step" : "");
+    snprintf(f->hint, sizeof f->hint,
+             "the GPU waits on the host: see 'tally gaps' for when and what the host was doing");
+}
+
+static int is_dataloader(const tl_trace *t, const tl_event *e)
+{
+    if (e->cat == TL_CAT_DATALOADER)
+        return 1;
+    if (e->cat != TL_CAT_USER && e->cat != TL_CAT_PYTHON)
+        return 0;
+    const char *n = tl_str(&t->strings, e->name);
+    for (; *n; n++)
+        if (strncasecmp(n, "dataloader", 10) == 0)
+            return 1;
+    return 0;
+}
+
+/* Steps bound by data loading: union of data-loading ranges inside the window. */
+static void check_dataloader(ctx *c)
+{
+    const tl_trace *t = c->t;
+    tl_ivset dl = {0};
+    int64_t calls = 0;
+    /* per string id: 0 = not looked at yet, 1 = no, 2 = a data-loading name */
+    uint8_t *named = calloc(t->strings.count ? t->strings.count : 1, 1);
+    if (!named)
+        return;
+    for (size_t i = 0; i < t->nev; i++) {
+        const tl_event *e = &t->ev[i];
+        if (e->dur <= 0)
+            continue;
+        int dlname = 0;
+        if ((e->cat == TL_CAT_USER || e->cat == TL_CAT_PYTHON) && e->name < t->strings.count) {
+            if (!named[e->name])
+                named[e->name] = 1 + is_dataloader(t, e);
+            dlname = named[e->name] == 2;
+        }
+        if (e->cat == TL_CAT_DATALOADER || dlname) {
+            tl_ivset_add(&dl, e->ts, e->ts + e->dur);
+            calls++;
+        }
+    }
+    free(named);
+    tl_ivset_normalize(&dl);
+    int64_t time = in_window(c, &dl);
+    tl_ivset_free(&dl);
+    double p = pct(time, c->w.total);
+    if (!calls || p < DATALOADER_PCT_MIN)
+        return;
+    finding *f = add(c, time);
+    if (!f)
+        return;
+    char a[32], b[32];
+    int n = c->w.nsteps > 0 ? c->w.nsteps : 1;
+    tm(a, sizeof a, time / n);
+    tm(b, sizeof b, c->w.total / n);
+    snprintf(f->what, sizeof f->what, "Data loading takes %.0f%% %s", p, of_window(c));
+    snprintf(f->evidence, sizeof f->evidence, "%s of %s%s waiting for the next batch", a, b,
+             c->w.nsteps ? " per step" : "");
+    snprintf(f->hint, sizeof f->hint,
+             "more DataLoader workers, pin_memory=True, prefetch or move preprocessing off the "
+             "training loop");
+}
+
+/* Phases: the user ranges (not operators) kernels are attributed to by launch. */
+#define PHASE_MASK                                                                                 \
+    (TL_CATBIT(TL_CAT_USER) | TL_CATBIT(TL_CAT_DATALOADER) | TL_CATBIT(TL_CAT_FORWARD) |           \
+     TL_CATBIT(TL_CAT_BACKWARD) | TL_CATBIT(TL_CAT_OPTIMIZER))
+
+/* Launch-bound phases: many tiny kernels, and the GPU waiting on their launches. */
+static void check_launch_bound(ctx *c)
+{
+    const tl_idle *x = &c->idle;
+    int64_t kernels = 0, nshort = 0, ktime = 0, ctime = 0, linked = 0, wait = 0;
+    for (size_t i = 0; i < x->nstreams; i++) {
+        const tl_stream_stats *s = &x->streams[i];
+        kernels += s->kernels;
+        nshort += s->short_kernels;
+        ktime += s->kernel_time;
+        ctime += s->call_time;
+        linked += s->linked;
+        wait += s->wait[TL_WAIT_HOST] + s->wait[TL_WAIT_KERNEL];
+    }
+    double share = pct(nshort, kernels);
+    if (nshort < SHORT_COUNT_MIN || share < SHORT_SHARE_MIN || wait <= 0)
+        return;
+    /* The phase (user range) that launched most short kernels. */
+    const tl_trace *t = c->t;
+    uint32_t *count = calloc(t->strings.count ? t->strings.count : 1, sizeof *count);
+    uint32_t best = 0, best_n = 0;
+    if (count) {
+        for (size_t i = 0; i < t->nev; i++) {
+            const tl_event *e = &t->ev[i];
+            if (e->cat != TL_CAT_KERNEL || e->dur >= x->short_ns || e->link == TL_NONE)
+                continue;
+            int32_t p = tl_launch_owner(t, i, PHASE_MASK);
+            if (p == TL_NONE)
+                continue;
+            uint32_t nm = t->ev[p].name;
+            if (nm < t->strings.count && ++count[nm] > best_n) {
+                best_n = count[nm];
+                best = nm;
+            }
+        }
+        free(count);
+    }
+    finding *f = add(c, wait);
+    if (!f)
+        return;
+    char th[32], ka[32], ca[32], w[32];
+    tm(th, sizeof th, x->short_ns);
+    tm(ka, sizeof ka, kernels ? ktime / kernels : 0);
+    tm(ca, sizeof ca, linked ? ctime / linked : 0);
+    tm(w, sizeof w, wait);
+    if (best_n * 2 >= nshort && best_n > 0)
+        snprintf(f->what, sizeof f->what, "Launch-bound in %s: %.0f%% of kernels < %s",
+                 tl_str(&t->strings, best), share, th);
+    else
+        snprintf(f->what, sizeof f->what, "Launch-bound: %.0f%% of kernels < %s", share, th);
+    if (linked)
+        snprintf(f->evidence, sizeof f->evidence, "%lld/%lld kernels short; avg %s vs launch %s",
+                 (long long)nshort, (long long)kernels, ka, ca);
+    else
+        snprintf(f->evidence, sizeof f->evidence, "%lld/%lld kernels short; avg kernel %s",
+                 (long long)nshort, (long long)kernels, ka);
+    (void)w;
+    snprintf(f->hint, sizeof f->hint,
+             "fuse small ops (torch.compile), use CUDA graphs, batch per-item tensor ops "
+             "(zeros/cat in loops)");
+}
+
+static int name_has(const char *n, const char *needle)
+{
+    return strstr(n, needle) != NULL;
+}
+
+/* Synchronous or pageable copies: the host is blocked for the copy. */
+static void check_copies(ctx *c)
+{
+    const tl_trace *t = c->t;
+    int64_t n = 0, nsync = 0, npage = 0, bytes = 0, stake = 0;
+    for (size_t i = 0; i < t->nev; i++) {
+        const tl_event *e = &t->ev[i];
+        if (e->cat != TL_CAT_MEMCPY)
+            continue;
+        const char *name = tl_str(&t->strings, e->name);
+        const tl_event *call = e->link != TL_NONE ? &t->ev[e->link] : NULL;
+        const char *cname = call ? tl_str(&t->strings, call->name) : "";
+        int pageable = (e->flags & TL_EV_PAGEABLE) || name_has(name, "Pageable");
+        int sync = (e->flags & TL_EV_SYNC_COPY) ||
+                   (call && name_has(cname, "Memcpy") && !name_has(cname, "Async"));
+        if (!pageable && !sync)
+            continue;
+        n++;
+        nsync += sync;
+        npage += pageable;
+        bytes += e->value;
+        int64_t blocked = e->dur;
+        if (call && call->dur > blocked)
+            blocked = call->dur;
+        stake += blocked;
+    }
+    if (!n || pct(stake, c->w.total) < COPY_STAKE_PCT_MIN)
+        return;
+    finding *f = add(c, stake);
+    if (!f)
+        return;
+    char b[32], s[32];
+    tl_fmt_bytes(b, sizeof b, bytes);
+    tm(s, sizeof s, stake);
+    snprintf(f->what, sizeof f->what, "%lld %s cop%s block%s the host", (long long)n,
+             npage && nsync ? "synchronous/pageable"
+             : npage        ? "pageable"
+                            : "synchronous",
+             n > 1 ? "ies" : "y", n > 1 ? "" : "s");
+    snprintf(f->evidence, sizeof f->evidence, "%s; host blocked %s (%lld pageable, %lld sync)", b,
+             s, (long long)npage, (long long)nsync);
+    snprintf(f->hint, sizeof f->hint,
+             "pin host memory (pin_memory=True) and copy with non_blocking=True / "
+             "cudaMemcpyAsync");
+}
+
+/* Long GPU gaps: idle stretches of 1 ms or more on a stream. */
+static void check_long_gaps(ctx *c)
+{
+    const tl_idle *x = &c->idle;
+    int64_t n = 0, total = 0;
+    const tl_gap *g = NULL;
+    for (size_t i = 0; i < x->ngaps; i++) {
+        int64_t len = x->gaps[i].e - x->gaps[i].s;
+        if (len < LONG_GAP_NS)
+            continue;
+        n++;
+        total += len;
+        if (!g || len > g->e - g->s)
+            g = &x->gaps[i];
+    }
+    if (!n)
+        return;
+    finding *f = add(c, total);
+    if (!f)
+        return;
+    const tl_trace *t = c->t;
+    char lg[32], at[32], thr[32], ctxs[160] = "";
+    tl_track_index ix;
+    if (tl_track_index_build(t, &ix) == 0) {
+        tl_host_context(t, &ix, g->s, g->e, ctxs, sizeof ctxs);
+        tl_track_index_free(&ix);
+    }
+    int64_t t0, t1;
+    tl_trace_span(t, &t0, &t1);
+    tm(lg, sizeof lg, g->e - g->s);
+    tm(at, sizeof at, g->s - t0);
+    tm(thr, sizeof thr, LONG_GAP_NS);
+    snprintf(f->what, sizeof f->what, "%lld GPU gap%s >= %s (longest %s)", (long long)n,
+             n > 1 ? "s" : "", thr, lg);
+    snprintf(f->evidence, sizeof f->evidence, "longest at +%s, stream %lld, %s%s%s", at,
+             (long long)t->tracks[g->track].tid, tl_wait_name((tl_wait)g->cause),
+             ctxs[0] ? ", host in " : "", ctxs);
+    snprintf(f->hint, sizeof f->hint,
+             "'tally gaps' lists every gap with the host ranges running during it");
+}
+
+/* One operator dominating: GPU time of the kernels it launched when the trace has them, else
+ * self CPU time of operators (or of user ranges when there are no operators). */
+static void check_dominant(ctx *c)
+{
+    const tl_trace *t = c->t;
+    uint32_t ns = t->strings.count ? t->strings.count : 1;
+    int64_t *acc = calloc(ns, sizeof *acc);
+    if (!acc)
+        return;
+    int64_t total = 0;
+    const char *what = NULL;
+    int gpu = 0;
+    /* GPU: kernel time by the innermost operator around its launch call, or by the innermost
+     * named range when no operator encloses it (tally's own traces); attrib.c decides. */
+    const uint32_t ranges = TL_OWNER_ANY_SPAN & ~TL_CATBIT(TL_CAT_STEP) & ~TL_CATBIT(TL_CAT_OTHER);
+    for (size_t i = 0; i < t->nev; i++) {
+        const tl_event *e = &t->ev[i];
+        if (e->cat != TL_CAT_KERNEL || e->link == TL_NONE)
+            continue;
+        int32_t j = tl_launch_owner(t, i, TL_CATBIT(TL_CAT_OPERATOR));
+        if (j == TL_NONE)
+            j = tl_launch_owner(t, i, ranges);
+        if (j == TL_NONE)
+            continue;
+        acc[t->ev[j].name] += e->dur;
+        total += e->dur;
+        gpu = 1;
+    }
+    if (gpu) {
+        what = "of GPU kernel time";
+    } else if (c->has_device) {
+        free(acc); /* kernels, but none launched from a named place */
+        return;
+    } else {
+        int64_t *self = malloc((t->nev ? t->nev : 1) * sizeof *self);
+        if (!self) {
+            free(acc);
+            return;
+        }
+        tl_self_times(t, self);
+        int cat = TL_CAT_OPERATOR;
+        for (int pass = 0; pass < 2 && !total; pass++, cat = TL_CAT_USER) {
+            for (size_t i = 0; i < t->nev; i++) {
+                if (t->ev[i].cat != cat || self[i] <= 0)
+                    continue;
+                acc[t->ev[i].name] += self[i];
+                total += self[i];
+            }
+            what = cat == TL_CAT_OPERATOR ? "of operator self CPU time" : "of range self time";
+        }
+        free(self);
+    }
+    uint32_t best = 0;
+    int64_t second = 0;
+    for (uint32_t k = 1; k < ns; k++)
+        if (acc[k] > acc[best])
+            best = k;
+    for (uint32_t k = 0; k < ns; k++)
+        if (k != best && acc[k] > second)
+            second = acc[k];
+    int64_t top = acc[best];
+    free(acc);
+    double p = pct(top, total);
+    /* one name alone is not "dominating" anything */
+    if (!total || !second || p < DOMINANT_PCT_MIN)
+        return;
+    finding *f = add(c, top);
+    if (!f)
+        return;
+    char a[32], b[32];
+    tm(a, sizeof a, top);
+    tm(b, sizeof b, total);
+    snprintf(f->what, sizeof f->what, "%s takes %.0f%% %s", tl_str(&t->strings, best), p, what);
+    snprintf(f->evidence, sizeof f->evidence, "%s of %s; next largest %.0f%%", a, b,
+             pct(second, total));
+    snprintf(f->hint, sizeof f->hint,
+             "optimise this first: 'tally ops' shows its calls, shapes and kernels");
+}
+
+/* Communication not overlapped with computation. */
+static void check_exposed_comm(ctx *c)
+{
+    tl_comm m;
+    if (tl_comm_compute(c->t, &m) != 0 || m.comm <= 0)
+        return;
+    double p = pct(m.exposed, m.window.total);
+    if (p < EXPOSED_PCT_MIN)
+        return;
+    finding *f = add(c, m.exposed);
+    if (!f)
+        return;
+    char a[32], b[32];
+    tm(a, sizeof a, m.exposed);
+    tm(b, sizeof b, m.comm);
+    snprintf(f->what, sizeof f->what, "Communication not overlapped: %.0f%% %s", p, of_window(c));
+    snprintf(f->evidence, sizeof f->evidence, "%s of %s communication had no compute beside it", a,
+             b);
+    snprintf(f->hint, sizeof f->hint,
+             "overlap communication with backward (DDP bucket size, async collectives); look "
+             "for stragglers");
+}
+
+/* ---- the view ---------------------------------------------------------------------------- */
+
+static int cmp_finding(const void *pa, const void *pb)
+{
+    const finding *a = pa, *b = pb;
+    return (a->stake < b->stake) - (a->stake > b->stake);
+}
+
+enum { F_RANK, F_WHAT, F_STAKE, F_EVIDENCE, F_NCOLS };
+
+static const tl_col find_cols[F_NCOLS] = {
+    [F_RANK] = {"#", "rank", TL_COL_INT, 0},
+    [F_WHAT] = {"Finding", "finding", TL_COL_STR, 1},
+    [F_STAKE] = {"Time at stake", "at_stake_us", TL_COL_TIME, 0},
+    [F_EVIDENCE] = {"Evidence", "evidence", TL_COL_STR, 1},
+};
+
+tl_table *tl_view_findings(const tl_trace *t, const tl_view_opts *o, tl_error *err)
+{
+    ctx c;
+    memset(&c, 0, sizeof c);
+    c.t = t;
+    tl_profiled_window(t, &c.w);
+    for (size_t i = 0; i < t->nev; i++) {
+        const tl_event *e = &t->ev[i];
+        if (e->cat == TL_CAT_STEP)
+            tl_ivset_add(&c.window, e->ts, e->ts + e->dur);
+        if (is_device_op(e))
+            c.has_device = 1;
+    }
+    if (!c.w.nsteps)
+        tl_ivset_add(&c.window, c.w.t0, c.w.t1);
+    tl_ivset_normalize(&c.window);
+    c.short_ns = o && o->threshold_ns > 0 ? o->threshold_ns : TL_SHORT_KERNEL_NS_DEFAULT;
+    tl_table *tab = tl_table_new("Findings", "findings", find_cols, F_NCOLS);
+    if (!tab || tl_idle_compute(t, c.short_ns, 0, &c.idle) != 0) {
+        tl_table_free(tab);
+        tl_ivset_free(&c.window);
+        tl_error_set(err, "findings: out of memory");
+        return NULL;
+    }
+
+    check_gpu_idle(&c);
+    check_dataloader(&c);
+    check_launch_bound(&c);
+    check_copies(&c);
+    check_long_gaps(&c);
+    check_dominant(&c);
+    check_exposed_comm(&c);
+
+    if (c.nf > 1)
+        qsort(c.f, (size_t)c.nf, sizeof *c.f, cmp_finding);
+    int max = o && o->top > 0 ? o->top : MAX_FINDINGS;
+    for (int i = 0; i < c.nf && i < max; i++) {
+        int r = tl_table_add_row(tab);
+        if (r < 0)
+            break;
+        tl_table_int(tab, r, F_RANK, i + 1);
+        tl_table_str(tab, r, F_WHAT, c.f[i].what);
+        tl_table_time(tab, r, F_STAKE, c.f[i].stake);
+        tl_table_str(tab, r, F_EVIDENCE, c.f[i].evidence);
+    }
+    for (int i = 0; i < c.nf && i < max; i++)
+        tl_table_note(tab, "%d. Try: %s.", i + 1, c.f[i].hint);
+    if (c.nf == 0)
+        tl_table_note(tab, "Nothing stood out: no idle GPU, data-loading, launch, copy, gap, "
+                           "dominant-operator or communication problem above its threshold.");
+    else
+        tl_table_note(tab,
+                      "Time at stake: time the problem covers in the profiled window (%s), "
+                      "an upper bound on what fixing it saves. Findings overlap.",
+                      c.w.nsteps ? "its steps" : "the whole trace");
+    free(c.f);
+    tl_idle_free(&c.idle);
+    tl_ivset_free(&c.window);
+    return tab;
+}

@@ -1,0 +1,286 @@
+/*
+ * view_gaps.c — idle time and launches: the tables behind `tally gaps`.
+ *
+ * Three tables, chained: per stream, the idle time inside [first op, last op] split into host
+ * wait, kernel wait and other, with the launch queue (ops launched and not yet finished); the
+ * largest gaps over all streams with the host ranges that were running during each; and kernel
+ * launch statistics (launch delay = kernel start − start of the runtime call that launched it,
+ * the share of kernels shorter than a threshold). The numbers come from insight_idle.c, which
+ * findings use too.
+ */
+#include "analysis/insight.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+    I_DEV,
+    I_STREAM,
+    I_SPAN,
+    I_BUSY,
+    I_IDLE,
+    I_IDLE_PCT,
+    I_HOST,
+    I_KERNEL,
+    I_OTHER,
+    I_OPS,
+    I_QMAX,
+    I_QAVG,
+    I_NCOLS
+};
+
+static const tl_col idle_cols[I_NCOLS] = {
+    [I_DEV] = {"Device", "device", TL_COL_INT, 0},
+    [I_STREAM] = {"Stream", "stream", TL_COL_INT, 0},
+    [I_SPAN] = {"Span", "span_us", TL_COL_TIME, 0},
+    [I_BUSY] = {"Busy", "busy_us", TL_COL_TIME, 0},
+    [I_IDLE] = {"Idle", "idle_us", TL_COL_TIME, 0},
+    [I_IDLE_PCT] = {"Idle %", "idle_pct", TL_COL_PCT, 0},
+    [I_HOST] = {"Host wait", "host_wait_us", TL_COL_TIME, 0},
+    [I_KERNEL] = {"Kernel wait", "kernel_wait_us", TL_COL_TIME, 0},
+    [I_OTHER] = {"Other", "other_wait_us", TL_COL_TIME, 0},
+    [I_OPS] = {"Ops", "ops", TL_COL_INT, 0},
+    [I_QMAX] = {"Queue max", "queue_max", TL_COL_INT, 0},
+    [I_QAVG] = {"Queue avg", "queue_avg", TL_COL_FLOAT, 0},
+};
+
+enum { G_RANK, G_DEV, G_STREAM, G_START, G_LEN, G_CAUSE, G_HOST, G_NCOLS };
+
+static const tl_col gap_cols[G_NCOLS] = {
+    [G_RANK] = {"#", "rank", TL_COL_INT, 0},
+    [G_DEV] = {"Device", "device", TL_COL_INT, 0},
+    [G_STREAM] = {"Stream", "stream", TL_COL_INT, 0},
+    [G_START] = {"Start", "start_us", TL_COL_TIME, 0},
+    [G_LEN] = {"Length", "length_us", TL_COL_TIME, 0},
+    [G_CAUSE] = {"Cause", "cause", TL_COL_STR, 1},
+    [G_HOST] = {"Host was in", "host_ranges", TL_COL_STR, 1},
+};
+
+enum {
+    L_SCOPE,
+    L_KERNELS,
+    L_LINKED,
+    L_AVG,
+    L_P50,
+    L_P95,
+    L_MAX,
+    L_SHORT,
+    L_SHORT_PCT,
+    L_KAVG,
+    L_CAVG,
+    L_NCOLS
+};
+
+static const tl_col launch_cols[L_NCOLS] = {
+    [L_SCOPE] = {"Stream", "scope", TL_COL_STR, 1},
+    [L_KERNELS] = {"Kernels", "kernels", TL_COL_INT, 0},
+    [L_LINKED] = {"Linked", "linked", TL_COL_INT, 0},
+    [L_AVG] = {"Delay avg", "launch_delay_avg_us", TL_COL_TIME, 0},
+    [L_P50] = {"Delay p50", "launch_delay_p50_us", TL_COL_TIME, 0},
+    [L_P95] = {"Delay p95", "launch_delay_p95_us", TL_COL_TIME, 0},
+    [L_MAX] = {"Delay max", "launch_delay_max_us", TL_COL_TIME, 0},
+    [L_SHORT] = {"Short", "short_kernels", TL_COL_INT, 0},
+    [L_SHORT_PCT] = {"Short %", "short_kernels_pct", TL_COL_PCT, 0},
+    [L_KAVG] = {"Kernel avg", "kernel_avg_us", TL_COL_TIME, 0},
+    [L_CAVG] = {"Launch call avg", "launch_call_avg_us", TL_COL_TIME, 0},
+};
+
+/* One row of launch statistics from the sums and the (sorted) delays of a scope. */
+static void launch_row(tl_table *tab, const char *scope, const tl_stream_stats *s)
+{
+    int r = tl_table_add_row(tab);
+    if (r < 0)
+        return;
+    tl_table_str(tab, r, L_SCOPE, scope);
+    tl_table_int(tab, r, L_KERNELS, s->kernels);
+    tl_table_int(tab, r, L_LINKED, s->linked);
+    if (s->ndelays) {
+        int64_t sum = 0;
+        for (size_t i = 0; i < s->ndelays; i++)
+            sum += s->delays[i];
+        tl_table_time(tab, r, L_AVG, sum / (int64_t)s->ndelays);
+        tl_table_time(tab, r, L_P50, tl_percentile(s->delays, s->ndelays, 0.50));
+        tl_table_time(tab, r, L_P95, tl_percentile(s->delays, s->ndelays, 0.95));
+        tl_table_time(tab, r, L_MAX, s->delays[s->ndelays - 1]);
+        tl_table_time(tab, r, L_CAVG, s->call_time / s->linked);
+    }
+    tl_table_int(tab, r, L_SHORT, s->short_kernels);
+    if (s->kernels) {
+        tl_table_pct(tab, r, L_SHORT_PCT, 100.0 * (double)s->short_kernels / (double)s->kernels);
+        tl_table_time(tab, r, L_KAVG, s->kernel_time / s->kernels);
+    }
+}
+
+static int cmp_i64(const void *pa, const void *pb)
+{
+    int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
+    return (a > b) - (a < b);
+}
+
+static void fmt_us(char *buf, size_t n, int64_t ns)
+{
+    tl_fmt_time(buf, n, ns, TL_UNIT_AUTO);
+}
+
+tl_table *tl_view_gaps_ex(const tl_trace *t, const tl_view_opts *o, int64_t kernel_wait_ns,
+                          tl_error *err)
+{
+    tl_idle x;
+    tl_track_index ix = {0};
+    tl_table *idle = NULL, *gaps = NULL, *launch = NULL;
+    if (tl_idle_compute(t, o ? o->threshold_ns : 0, kernel_wait_ns, &x) != 0)
+        goto oom;
+    idle = tl_table_new("GPU Idle Time", "gpu_idle", idle_cols, I_NCOLS);
+    gaps = tl_table_new("Largest GPU Gaps", "gpu_gaps", gap_cols, G_NCOLS);
+    launch = tl_table_new("Kernel Launches", "kernel_launches", launch_cols, L_NCOLS);
+    if (!idle || !gaps || !launch)
+        goto oom;
+    idle->next = gaps;
+    gaps->next = launch;
+
+    char kw[32], sh[32];
+    fmt_us(kw, sizeof kw, x.kernel_wait_ns);
+    fmt_us(sh, sizeof sh, x.short_ns);
+    if (!x.nstreams) {
+        tl_table_note(idle, "No device events in this trace: nothing ran on a GPU.");
+        tl_table_note(gaps, "No device events in this trace.");
+        tl_table_note(launch, "No device events in this trace.");
+        tl_idle_free(&x);
+        return idle;
+    }
+
+    /* per stream idle time */
+    tl_stream_stats all = {0};
+    size_t ndelays = 0;
+    for (size_t i = 0; i < x.nstreams; i++)
+        ndelays += x.streams[i].ndelays;
+    all.delays = malloc((ndelays ? ndelays : 1) * sizeof *all.delays);
+    if (!all.delays)
+        goto oom;
+    for (size_t i = 0; i < x.nstreams; i++) {
+        tl_stream_stats *s = &x.streams[i];
+        const tl_track *tr = &t->tracks[s->track];
+        if (x.nstreams > 1) /* their own rows in the launch table */
+            qsort(s->delays, s->ndelays, sizeof *s->delays, cmp_i64);
+        int r = tl_table_add_row(idle);
+        if (r < 0)
+            goto oom;
+        int64_t span = s->last - s->first;
+        int64_t idle_ns = s->wait[0] + s->wait[1] + s->wait[2];
+        tl_table_int(idle, r, I_DEV, tr->device);
+        tl_table_int(idle, r, I_STREAM, tr->tid);
+        tl_table_time(idle, r, I_SPAN, span);
+        tl_table_time(idle, r, I_BUSY, s->busy);
+        tl_table_time(idle, r, I_IDLE, idle_ns);
+        tl_table_pct(idle, r, I_IDLE_PCT, span > 0 ? 100.0 * (double)idle_ns / (double)span : 0);
+        tl_table_time(idle, r, I_HOST, s->wait[TL_WAIT_HOST]);
+        tl_table_time(idle, r, I_KERNEL, s->wait[TL_WAIT_KERNEL]);
+        tl_table_time(idle, r, I_OTHER, s->wait[TL_WAIT_OTHER]);
+        tl_table_int(idle, r, I_OPS, s->ops);
+        tl_table_int(idle, r, I_QMAX, s->queue_max);
+        tl_table_float(idle, r, I_QAVG, s->queue_avg);
+
+        all.kernels += s->kernels;
+        all.linked += s->linked;
+        all.short_kernels += s->short_kernels;
+        all.short_time += s->short_time;
+        all.kernel_time += s->kernel_time;
+        all.call_time += s->call_time;
+        memcpy(all.delays + all.ndelays, s->delays, s->ndelays * sizeof *s->delays);
+        all.ndelays += s->ndelays;
+    }
+    tl_view_opts so = o ? *o : (tl_view_opts){0};
+    so.top = 0;
+    if (tl_view_sort(idle, &so, "idle_us", 0, err) != 0) {
+        free(all.delays);
+        goto fail;
+    }
+    tl_table_note(idle,
+                  "Idle = time inside [first op, last op] of the stream with no kernel, copy or "
+                  "memset running.");
+    tl_table_note(idle,
+                  "Host wait: the op's launch call started after the previous op ended. Kernel "
+                  "wait: launched in time, gap < %s. Other: the rest.",
+                  kw);
+    tl_table_note(idle, "Queue: ops launched and not yet finished (max, time-weighted avg).");
+
+    /* largest gaps */
+    int top = o && o->top > 0 ? o->top : 10;
+    tl_idle_top_gaps(&x, (size_t)top);
+    if (tl_track_index_build(t, &ix) != 0) {
+        free(all.delays);
+        goto oom;
+    }
+    int64_t t0, t1;
+    tl_trace_span(t, &t0, &t1);
+    for (size_t i = 0; i < x.ngaps && (int)i < top; i++) {
+        const tl_gap *g = &x.gaps[i];
+        const tl_track *tr = &t->tracks[g->track];
+        int r = tl_table_add_row(gaps);
+        if (r < 0) {
+            free(all.delays);
+            goto oom;
+        }
+        char ctx[512];
+        tl_host_context(t, &ix, g->s, g->e, ctx, sizeof ctx);
+        tl_table_int(gaps, r, G_RANK, (int64_t)i + 1);
+        tl_table_int(gaps, r, G_DEV, tr->device);
+        tl_table_int(gaps, r, G_STREAM, tr->tid);
+        tl_table_time(gaps, r, G_START, g->s - t0);
+        tl_table_time(gaps, r, G_LEN, g->e - g->s);
+        tl_table_str(gaps, r, G_CAUSE, tl_wait_name((tl_wait)g->cause));
+        if (ctx[0])
+            tl_table_str(gaps, r, G_HOST, ctx);
+    }
+    tl_table_note(gaps, "Start is from the start of the trace. Host was in: the innermost range on "
+                        "each thread that spans the gap (or its middle).");
+    if (x.ngaps == 0)
+        tl_table_note(gaps, "No gaps: every stream ran its ops back to back.");
+
+    /* launch statistics */
+    size_t unsorted = 0;
+    for (size_t i = 1; i < all.ndelays && !unsorted; i++)
+        unsorted = all.delays[i] < all.delays[i - 1];
+    if (unsorted)
+        qsort(all.delays, all.ndelays, sizeof *all.delays, cmp_i64);
+    launch_row(launch, "all", &all);
+    free(all.delays);
+    if (x.nstreams > 1) {
+        for (size_t i = 0; i < x.nstreams; i++) {
+            const tl_stream_stats *s = &x.streams[i];
+            if (!s->kernels)
+                continue;
+            const tl_track *tr = &t->tracks[s->track];
+            char scope[64];
+            snprintf(scope, sizeof scope, "dev %d stream %lld", (int)tr->device,
+                     (long long)tr->tid);
+            launch_row(launch, scope, s);
+        }
+    }
+    tl_table_note(launch,
+                  "Delay = kernel start - start of the runtime call that launched it (linked "
+                  "kernels only). Short = kernels shorter than %s.",
+                  sh);
+    tl_track_index_free(&ix);
+    tl_idle_free(&x);
+    return idle;
+
+oom:
+    tl_error_set(err, "gaps: out of memory");
+fail:
+    tl_track_index_free(&ix);
+    tl_idle_free(&x);
+    if (idle && idle->next) {
+        tl_table_free(idle); /* frees the chain */
+    } else {
+        tl_table_free(idle);
+        tl_table_free(gaps);
+        tl_table_free(launch);
+    }
+    return NULL;
+}
+
+tl_table *tl_view_gaps(const tl_trace *t, const tl_view_opts *o, tl_error *err)
+{
+    return tl_view_gaps_ex(t, o, 0, err);
+}

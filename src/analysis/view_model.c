@@ -1,0 +1,400 @@
+/*
+ * view_model.c — the Model view: where each step's time goes, by training phase.
+ *
+ * The phases are the ranges of category Dataloader, Forward, Backward and Optimization. Only
+ * the outermost phase range on each path counts (Paddle's rule): a Forward range nested in
+ * another Forward, or in a Dataloader, is part of the outer one and not counted again. Each
+ * phase range is cut at step boundaries and its pieces belong to the steps they fall in.
+ *
+ *   phase time of a step = sum of the step's pieces of that phase (CPU time; ranges of one
+ *                          phase on two threads at once count twice, like CPU time does)
+ *   Other of a step      = step time minus the union of all phase pieces in the step, so the
+ *                          phases plus Other add up to the step whenever the phases do not
+ *                          overlap each other; it is never negative.
+ *
+ * GPU part, when the trace has kernels: a kernel belongs to the phase range (and the step) in
+ * which the runtime call that launched it ran; kernel time is summed (Paddle's gpu_time, kernels
+ * only, streams not merged). GPU Other = the step's kernel time minus its phases' kernel time.
+ * Kernels whose launch is unknown belong to no step and are counted in a note.
+ *
+ * Without steps the whole trace is one pseudo-step.
+ */
+#include "analysis/views.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum { PH_DATALOADER, PH_FORWARD, PH_BACKWARD, PH_OPTIMIZER, PH_N };
+
+static const char *const phase_names[PH_N] = {"Dataloader", "Forward", "Backward", "Optimization"};
+
+static int phase_index(tl_cat c)
+{
+    switch (c) {
+    case TL_CAT_DATALOADER:
+        return PH_DATALOADER;
+    case TL_CAT_FORWARD:
+        return PH_FORWARD;
+    case TL_CAT_BACKWARD:
+        return PH_BACKWARD;
+    case TL_CAT_OPTIMIZER:
+        return PH_OPTIMIZER;
+    default:
+        return -1;
+    }
+}
+
+typedef struct step {
+    int64_t s, e;      /* [s, e) */
+    uint32_t name;     /* string id; 0 for the pseudo-step */
+    int64_t cpu[PH_N]; /* phase time in this step */
+    int64_t gpu[PH_N]; /* kernel time launched from each phase in this step */
+    int64_t gpu_all;   /* kernel time launched in this step */
+    tl_ivset cover;    /* phase pieces, for Other */
+} step;
+
+typedef struct phase_stat {
+    int64_t calls, total, max, min;
+    int64_t gpu_total, gpu_max, gpu_min;
+} phase_stat;
+
+static int step_cmp(const void *a, const void *b)
+{
+    const step *x = a, *y = b;
+    return (x->s > y->s) - (x->s < y->s);
+}
+
+/* Index of the step containing x, or -1 (steps sorted, assumed not to overlap). */
+static int find_step(const step *st, int n, int64_t x)
+{
+    int lo = 0, hi = n;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (st[mid].s <= x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    /* lo = first step starting after x; candidates are before it (a step may hide inside a
+     * longer earlier one only when steps overlap; scan back a little for that case). */
+    for (int k = lo - 1; k >= 0 && k >= lo - 4; k--)
+        if (x >= st[k].s && x < st[k].e)
+            return k;
+    return -1;
+}
+
+enum {
+    MS_NAME,
+    MS_CALLS,
+    MS_CPU_TOTAL,
+    MS_CPU_AVG,
+    MS_CPU_MAX,
+    MS_CPU_MIN,
+    MS_CPU_RATIO,
+    MS_GPU_TOTAL,
+    MS_GPU_AVG,
+    MS_GPU_MAX,
+    MS_GPU_MIN,
+    MS_GPU_RATIO,
+    MS_NCOLS
+};
+
+static const tl_col summary_cols[MS_NCOLS] = {
+    [MS_NAME] = {"Name", "name", TL_COL_STR, 1},
+    [MS_CALLS] = {"Calls", "calls", TL_COL_INT, 0},
+    [MS_CPU_TOTAL] = {"CPU Total", "cpu_total_us", TL_COL_TIME, 0},
+    [MS_CPU_AVG] = {"CPU Avg", "cpu_avg_us", TL_COL_TIME, 0},
+    [MS_CPU_MAX] = {"CPU Max", "cpu_max_us", TL_COL_TIME, 0},
+    [MS_CPU_MIN] = {"CPU Min", "cpu_min_us", TL_COL_TIME, 0},
+    [MS_CPU_RATIO] = {"CPU Ratio", "cpu_ratio_pct", TL_COL_PCT, 0},
+    [MS_GPU_TOTAL] = {"GPU Total", "gpu_total_us", TL_COL_TIME, 0},
+    [MS_GPU_AVG] = {"GPU Avg", "gpu_avg_us", TL_COL_TIME, 0},
+    [MS_GPU_MAX] = {"GPU Max", "gpu_max_us", TL_COL_TIME, 0},
+    [MS_GPU_MIN] = {"GPU Min", "gpu_min_us", TL_COL_TIME, 0},
+    [MS_GPU_RATIO] = {"GPU Ratio", "gpu_ratio_pct", TL_COL_PCT, 0},
+};
+
+enum { PS_STEP, PS_TIME, PS_PHASE0, PS_OTHER = PS_PHASE0 + PH_N, PS_NCOLS };
+
+static const tl_col step_cols[PS_NCOLS] = {
+    [PS_STEP] = {"Step", "step", TL_COL_STR, 1},
+    [PS_TIME] = {"Step Time", "step_us", TL_COL_TIME, 0},
+    [PS_PHASE0 + PH_DATALOADER] = {"Dataloader", "dataloader_us", TL_COL_TIME, 0},
+    [PS_PHASE0 + PH_FORWARD] = {"Forward", "forward_us", TL_COL_TIME, 0},
+    [PS_PHASE0 + PH_BACKWARD] = {"Backward", "backward_us", TL_COL_TIME, 0},
+    [PS_PHASE0 + PH_OPTIMIZER] = {"Optimization", "optimization_us", TL_COL_TIME, 0},
+    [PS_OTHER] = {"Other", "other_us", TL_COL_TIME, 0},
+};
+
+static double pct(int64_t a, int64_t b)
+{
+    return b > 0 ? 100.0 * (double)a / (double)b : 0.0;
+}
+
+/* One row of the summary: CPU stats, and GPU stats when gpu is set. */
+static void summary_row(tl_table *tab, const char *name, int indent, const phase_stat *ps,
+                        int64_t window, int64_t gpu_step, int gpu, int per_call)
+{
+    int r = tl_table_add_row(tab);
+    if (r < 0)
+        return;
+    tl_table_str(tab, r, MS_NAME, name);
+    tl_table_indent(tab, r, MS_NAME, indent);
+    if (per_call)
+        tl_table_int(tab, r, MS_CALLS, ps->calls);
+    tl_table_time(tab, r, MS_CPU_TOTAL, ps->total);
+    if (per_call && ps->calls > 0) {
+        tl_table_time(tab, r, MS_CPU_AVG, ps->total / ps->calls);
+        tl_table_time(tab, r, MS_CPU_MAX, ps->max);
+        tl_table_time(tab, r, MS_CPU_MIN, ps->min);
+    }
+    tl_table_pct(tab, r, MS_CPU_RATIO, pct(ps->total, window));
+    if (!gpu)
+        return;
+    tl_table_time(tab, r, MS_GPU_TOTAL, ps->gpu_total);
+    if (per_call && ps->calls > 0) {
+        tl_table_time(tab, r, MS_GPU_AVG, ps->gpu_total / ps->calls);
+        tl_table_time(tab, r, MS_GPU_MAX, ps->gpu_max);
+        tl_table_time(tab, r, MS_GPU_MIN, ps->gpu_min);
+    }
+    tl_table_pct(tab, r, MS_GPU_RATIO, pct(ps->gpu_total, gpu_step));
+}
+
+static void stat_add(int64_t *total, int64_t *max, int64_t *min, int64_t calls, int64_t v)
+{
+    *total += v;
+    if (calls == 1 || v > *max)
+        *max = v;
+    if (calls == 1 || v < *min)
+        *min = v;
+}
+
+tl_table *tl_view_model(const tl_trace *t, const tl_view_opts *o, tl_error *err)
+{
+    (void)o;
+    tl_table *tab = NULL;
+    int32_t *outer = NULL; /* outermost phase range containing the event (or itself), -1 */
+    int64_t *item_cpu = NULL, *item_gpu = NULL;
+    step *st = NULL;
+    int nst = 0;
+
+    /* Steps, sorted by start; without steps the whole trace is one. */
+    for (size_t i = 0; i < t->nev; i++)
+        nst += t->ev[i].cat == TL_CAT_STEP && t->ev[i].dur > 0;
+    int pseudo = nst == 0;
+    st = calloc(pseudo ? 1 : (size_t)nst, sizeof *st);
+    outer = malloc((t->nev ? t->nev : 1) * sizeof *outer);
+    item_cpu = calloc(t->nev ? t->nev : 1, sizeof *item_cpu);
+    item_gpu = calloc(t->nev ? t->nev : 1, sizeof *item_gpu);
+    if (!st || !outer || !item_cpu || !item_gpu)
+        goto oom;
+    if (pseudo) {
+        tl_trace_span(t, &st[0].s, &st[0].e);
+        nst = 1;
+    } else {
+        int k = 0;
+        for (size_t i = 0; i < t->nev; i++) {
+            const tl_event *e = &t->ev[i];
+            if (e->cat == TL_CAT_STEP && e->dur > 0) {
+                st[k].s = e->ts;
+                st[k].e = e->ts + e->dur;
+                st[k].name = e->name;
+                k++;
+            }
+        }
+        qsort(st, (size_t)nst, sizeof *st, step_cmp);
+    }
+
+    /* Outermost phase ranges: events are sorted so that a parent precedes its children. */
+    int have_kernels = 0;
+    for (size_t i = 0; i < t->nev; i++) {
+        const tl_event *e = &t->ev[i];
+        outer[i] = -1;
+        if (e->cat == TL_CAT_KERNEL)
+            have_kernels = 1;
+        if (tl_cat_is_device((tl_cat)e->cat))
+            continue;
+        if (e->parent != TL_NONE && e->parent < (int32_t)i && outer[e->parent] >= 0)
+            outer[i] = outer[e->parent];
+        else if (phase_index((tl_cat)e->cat) >= 0 && e->dur > 0)
+            outer[i] = (int32_t)i;
+    }
+
+    /* Cut each phase range at step boundaries. */
+    phase_stat ps[PH_N];
+    memset(ps, 0, sizeof ps);
+    for (size_t i = 0; i < t->nev; i++) {
+        if (outer[i] != (int32_t)i)
+            continue;
+        const tl_event *e = &t->ev[i];
+        int p = phase_index((tl_cat)e->cat);
+        int64_t s = e->ts, end = e->ts + e->dur, in = 0;
+        int lo = 0, hi = nst; /* first step ending after s */
+        while (lo < hi) {
+            int mid = (lo + hi) / 2;
+            if (st[mid].e <= s)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        for (int k = lo; k < nst; k++) {
+            if (st[k].e <= s)
+                continue;
+            if (st[k].s >= end)
+                break;
+            int64_t a = s > st[k].s ? s : st[k].s, b = end < st[k].e ? end : st[k].e;
+            st[k].cpu[p] += b - a;
+            tl_ivset_add(&st[k].cover, a, b);
+            in += b - a;
+        }
+        item_cpu[i] = in;
+        if (in > 0) {
+            ps[p].calls++;
+            stat_add(&ps[p].total, &ps[p].max, &ps[p].min, ps[p].calls, in);
+        }
+    }
+
+    /* Kernels to the phase and step of the call that launched them. */
+    int64_t unlinked = 0;
+    for (size_t i = 0; i < t->nev && have_kernels; i++) {
+        const tl_event *e = &t->ev[i];
+        if (e->cat != TL_CAT_KERNEL)
+            continue;
+        if (e->link == TL_NONE) {
+            unlinked++;
+            continue;
+        }
+        int k = find_step(st, nst, t->ev[e->link].ts);
+        if (k < 0)
+            continue;
+        st[k].gpu_all += e->dur;
+        int32_t it = outer[e->link];
+        if (it >= 0 && item_cpu[it] > 0) {
+            st[k].gpu[phase_index((tl_cat)t->ev[it].cat)] += e->dur;
+            item_gpu[it] += e->dur;
+        }
+    }
+    int64_t gcount[PH_N] = {0};
+    for (size_t i = 0; i < t->nev && have_kernels; i++) {
+        if (outer[i] != (int32_t)i || item_cpu[i] <= 0)
+            continue;
+        int p = phase_index((tl_cat)t->ev[i].cat);
+        gcount[p]++;
+        stat_add(&ps[p].gpu_total, &ps[p].gpu_max, &ps[p].gpu_min, gcount[p], item_gpu[i]);
+    }
+
+    /* Step totals and Other. */
+    phase_stat step_ps = {0}, other_ps = {0};
+    int64_t window = 0, other_gpu = 0;
+    int64_t *other = calloc((size_t)nst, sizeof *other);
+    if (!other)
+        goto oom;
+    for (int k = 0; k < nst; k++) {
+        int64_t d = st[k].e - st[k].s;
+        window += d;
+        step_ps.calls++;
+        stat_add(&step_ps.total, &step_ps.max, &step_ps.min, step_ps.calls, d);
+        stat_add(&step_ps.gpu_total, &step_ps.gpu_max, &step_ps.gpu_min, step_ps.calls,
+                 st[k].gpu_all);
+        tl_ivset_normalize(&st[k].cover);
+        other[k] = d - tl_ivset_length(&st[k].cover);
+        other_ps.total += other[k];
+        int64_t g = st[k].gpu_all;
+        for (int p = 0; p < PH_N; p++)
+            g -= st[k].gpu[p];
+        other_gpu += g;
+    }
+    other_ps.gpu_total = other_gpu;
+
+    /* Table 1: the summary, one row per phase. */
+    tab = tl_table_new("Model Summary", "model", summary_cols,
+                       have_kernels ? MS_NCOLS : MS_GPU_TOTAL);
+    if (!tab) {
+        free(other);
+        goto oom;
+    }
+    summary_row(tab, pseudo ? "Whole trace" : "ProfileStep", 0, &step_ps, window, step_ps.gpu_total,
+                have_kernels, 1);
+    for (int p = 0; p < PH_N; p++)
+        summary_row(tab, phase_names[p], 1, &ps[p], window, step_ps.gpu_total, have_kernels, 1);
+    summary_row(tab, "Other", 1, &other_ps, window, step_ps.gpu_total, have_kernels, 0);
+    if (pseudo)
+        tl_table_note(tab, "No steps in this trace: the whole trace is taken as one step.");
+    tl_table_note(tab, "Phases count their outermost ranges only; Other = step time not covered "
+                       "by any phase. CPU Ratio is against the total step time.");
+    if (have_kernels)
+        tl_table_note(tab, "GPU: kernel time launched from each phase (summed over streams); GPU "
+                           "Ratio is against the kernel time launched in the steps.");
+    if (unlinked)
+        tl_table_note(tab, "%lld kernel(s) with no known launching call are not attributed.",
+                      (long long)unlinked);
+
+    /* Table 2 (and 3): per step, with the average over steps. */
+    for (int g = 0; g <= have_kernels; g++) {
+        tl_table *pt = tl_table_new(g ? "Model per Step (GPU)" : "Model per Step",
+                                    g ? "model_steps_gpu" : "model_steps", step_cols, PS_NCOLS);
+        if (!pt) {
+            free(other);
+            goto oom;
+        }
+        tl_table *last = tab;
+        while (last->next)
+            last = last->next;
+        last->next = pt;
+        int64_t sum[PS_NCOLS] = {0};
+        for (int k = 0; k < nst; k++) {
+            int r = tl_table_add_row(pt);
+            if (r < 0)
+                break;
+            if (pseudo)
+                tl_table_str(pt, r, PS_STEP, "(whole trace)");
+            else
+                tl_table_str(pt, r, PS_STEP, tl_str(&t->strings, st[k].name));
+            int64_t v = g ? st[k].gpu_all : st[k].e - st[k].s;
+            tl_table_time(pt, r, PS_TIME, v);
+            sum[PS_TIME] += v;
+            int64_t rest = v;
+            for (int p = 0; p < PH_N; p++) {
+                v = g ? st[k].gpu[p] : st[k].cpu[p];
+                tl_table_time(pt, r, PS_PHASE0 + p, v);
+                sum[PS_PHASE0 + p] += v;
+                rest -= v;
+            }
+            v = g ? rest : other[k];
+            tl_table_time(pt, r, PS_OTHER, v);
+            sum[PS_OTHER] += v;
+        }
+        if (nst > 1) {
+            int r = tl_table_add_row(pt);
+            if (r >= 0) {
+                tl_table_str(pt, r, PS_STEP, "Average");
+                for (int c = PS_TIME; c < PS_NCOLS; c++)
+                    tl_table_time(pt, r, c, sum[c] / nst);
+            }
+        }
+        tl_table_note(pt, g ? "Kernel time launched in each step and phase; Other = kernels "
+                              "launched outside the phases."
+                            : "CPU time of each phase in each step; Other = step time not "
+                              "covered by any phase.");
+    }
+    free(other);
+
+    for (int k = 0; k < nst; k++)
+        tl_ivset_free(&st[k].cover);
+    free(st);
+    free(outer);
+    free(item_cpu);
+    free(item_gpu);
+    return tab;
+oom:
+    if (st)
+        for (int k = 0; k < nst; k++)
+            tl_ivset_free(&st[k].cover);
+    free(st);
+    free(outer);
+    free(item_cpu);
+    free(item_gpu);
+    tl_table_free(tab);
+    tl_error_set(err, "model: out of memory");
+    return NULL;
+}

@@ -1,0 +1,736 @@
+/*
+ * view_ops.c — the ops table: PyTorch's key_averages().table(), with its meaning.
+ *
+ * Every event PyTorch turns into a FunctionEvent is a row source: host ops and annotations
+ * (ProfilerStep#N aggregated as "ProfilerStep*"), runtime calls as their own rows, and device
+ * events (kernels, copies, memsets, gpu annotations) with only CUDA columns. Rows group events
+ * by (name, host/device, annotation or not [, input shapes]) in order of first appearance.
+ * The definitions, per event, as in torch/autograd/profiler_util.py:
+ *
+ *   CPU total    duration (host events; 0 for device events)
+ *   Self CPU     CPU total minus the CPU totals of the direct children (0 for async events)
+ *   CUDA total   host: durations of the device work it launched (the kernel's External id
+ *                names the innermost op open at launch: here, the innermost span enclosing the
+ *                runtime call linked to the kernel) plus its children's CUDA totals;
+ *                device: its own duration
+ *   Self CUDA    CUDA total minus the children's CUDA totals
+ *   CPU/CUDA Mem bytes of the [memory] events whose time lies in [start, end] of the event
+ *                (any thread, as torch does), split by host/device memory; Self: minus the
+ *                children's. [memory] events inside no event become rows named "[memory]".
+ *   Self CPU %   self CPU / the sum of self CPU over all rows; CPU total % has the same
+ *                denominator; Self CUDA % = self CUDA / the sum over device rows.
+ *
+ * Before that, PyTorch drops a few utility events (profiler::_record_function_enter/exit,
+ * aten::is_leaf, aten::output_nr, aten::_version, [memory]) — their time stays in their parent's
+ * self time — and merges a span into its parent when it is the parent's only child and has
+ * the same name (_remove_dup_nodes); both are reproduced here. Python frames, overhead,
+ * counters and instants are not rows.
+ */
+#include "analysis/attrib.h"
+#include "analysis/views.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+    K_NAME,
+    K_SELF_CPU_PCT,
+    K_SELF_CPU,
+    K_CPU_TOTAL_PCT,
+    K_CPU_TOTAL,
+    K_CPU_AVG,
+    K_SELF_CUDA,
+    K_SELF_CUDA_PCT,
+    K_CUDA_TOTAL,
+    K_CUDA_AVG,
+    K_CPU_MEM,
+    K_SELF_CPU_MEM,
+    K_CUDA_MEM,
+    K_SELF_CUDA_MEM,
+    K_CALLS,
+    K_SHAPES,
+    K_NCOLS
+};
+
+static const tl_col all_cols[K_NCOLS] = {
+    [K_NAME] = {"Name", "name", TL_COL_STR, 1},
+    [K_SELF_CPU_PCT] = {"Self CPU %", "self_cpu_pct", TL_COL_PCT, 0},
+    [K_SELF_CPU] = {"Self CPU", "self_cpu_us", TL_COL_TIME, 0},
+    [K_CPU_TOTAL_PCT] = {"CPU total %", "cpu_total_pct", TL_COL_PCT, 0},
+    [K_CPU_TOTAL] = {"CPU total", "cpu_total_us", TL_COL_TIME, 0},
+    [K_CPU_AVG] = {"CPU time avg", "cpu_avg_us", TL_COL_TIME, 0},
+    [K_SELF_CUDA] = {"Self CUDA", "self_cuda_us", TL_COL_TIME, 0},
+    [K_SELF_CUDA_PCT] = {"Self CUDA %", "self_cuda_pct", TL_COL_PCT, 0},
+    [K_CUDA_TOTAL] = {"CUDA total", "cuda_total_us", TL_COL_TIME, 0},
+    [K_CUDA_AVG] = {"CUDA time avg", "cuda_avg_us", TL_COL_TIME, 0},
+    [K_CPU_MEM] = {"CPU Mem", "cpu_mem_bytes", TL_COL_BYTES, 0},
+    [K_SELF_CPU_MEM] = {"Self CPU Mem", "self_cpu_mem_bytes", TL_COL_BYTES, 0},
+    [K_CUDA_MEM] = {"CUDA Mem", "cuda_mem_bytes", TL_COL_BYTES, 0},
+    [K_SELF_CUDA_MEM] = {"Self CUDA Mem", "self_cuda_mem_bytes", TL_COL_BYTES, 0},
+    [K_CALLS] = {"# of Calls", "calls", TL_COL_INT, 0},
+    [K_SHAPES] = {"Input Shapes", "input_shapes", TL_COL_STR, 1},
+};
+
+/* torch's sort_by attribute names -> our column keys */
+static const struct {
+    const char *torch, *key;
+} sort_alias[] = {
+    {"cpu_time_total", "cpu_total_us"},
+    {"self_cpu_time_total", "self_cpu_us"},
+    {"cuda_time_total", "cuda_total_us"},
+    {"device_time_total", "cuda_total_us"},
+    {"xpu_time_total", "cuda_total_us"},
+    {"self_cuda_time_total", "self_cuda_us"},
+    {"self_device_time_total", "self_cuda_us"},
+    {"self_xpu_time_total", "self_cuda_us"},
+    {"cpu_time", "cpu_avg_us"},
+    {"cuda_time", "cuda_avg_us"},
+    {"device_time", "cuda_avg_us"},
+    {"xpu_time", "cuda_avg_us"},
+    {"count", "calls"},
+    {"cpu_memory_usage", "cpu_mem_bytes"},
+    {"self_cpu_memory_usage", "self_cpu_mem_bytes"},
+    {"cuda_memory_usage", "cuda_mem_bytes"},
+    {"device_memory_usage", "cuda_mem_bytes"},
+    {"xpu_memory_usage", "cuda_mem_bytes"},
+    {"self_cuda_memory_usage", "self_cuda_mem_bytes"},
+    {"self_device_memory_usage", "self_cuda_mem_bytes"},
+    {"self_xpu_memory_usage", "self_cuda_mem_bytes"},
+};
+
+/* Map a --sort word to a column key of the full column set: a torch attribute name, one of
+ * our keys or titles. NULL for "none" (keep the order of first appearance). */
+static const char *resolve_sort(const char *s)
+{
+    for (size_t i = 0; i < sizeof sort_alias / sizeof sort_alias[0]; i++)
+        if (!strcasecmp(s, sort_alias[i].torch))
+            return sort_alias[i].key;
+    if (!strcasecmp(s, "none") || !*s)
+        return NULL;
+    return s;
+}
+
+/* Names PyTorch drops before building the tree (profiler_util._filter_name). */
+static int filtered_name(const char *n)
+{
+    static const char *const names[] = {"[memory]",
+                                        "[OutOfMemory]",
+                                        "profiler::_record_function_enter",
+                                        "profiler::_record_function_enter_new",
+                                        "profiler::_record_function_exit",
+                                        "aten::is_leaf",
+                                        "aten::output_nr",
+                                        "aten::_version"};
+    if (n[0] != '[' && n[0] != 'p' && n[0] != 'a')
+        return 0;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!strcmp(n, names[i]))
+            return 1;
+    return 0;
+}
+
+enum { ROW_NONE = 0, ROW_HOST, ROW_DEVICE };
+
+/* What kind of row an event gives. */
+static int row_kind(const tl_trace *t, const tl_event *e)
+{
+    switch ((tl_cat)e->cat) {
+    case TL_CAT_KERNEL:
+    case TL_CAT_MEMCPY:
+    case TL_CAT_MEMSET:
+    case TL_CAT_GPU_USER:
+        return ROW_DEVICE;
+    case TL_CAT_MEMORY:
+    case TL_CAT_COUNTER:
+    case TL_CAT_INSTANT:
+    case TL_CAT_PYTHON:
+    case TL_CAT_OVERHEAD:
+        return ROW_NONE;
+    default:
+        break;
+    }
+    if ((e->flags & TL_EV_INSTANT) || e->track >= t->ntracks ||
+        t->tracks[e->track].kind != TL_TRACK_THREAD)
+        return ROW_NONE;
+    const char *name = tl_str(&t->strings, e->name);
+    if (filtered_name(name))
+        return ROW_NONE;
+    /* Kineto's span of the whole profiling session ("PyTorch Profiler (0)", cat "Trace") is
+     * written by the trace exporter, not an event PyTorch's table sees */
+    if (!strncmp(name, "PyTorch Profiler (", 18))
+        return ROW_NONE;
+    return ROW_HOST;
+}
+
+static int is_annotation(const tl_event *e)
+{
+    switch ((tl_cat)e->cat) {
+    case TL_CAT_USER:
+    case TL_CAT_STEP:
+    case TL_CAT_DATALOADER:
+    case TL_CAT_FORWARD:
+    case TL_CAT_BACKWARD:
+    case TL_CAT_OPTIMIZER:
+    case TL_CAT_GPU_USER:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* One [memory] record. */
+typedef struct memrec {
+    int64_t ts;
+    int64_t bytes;
+    int device;
+    int32_t ev;
+} memrec;
+
+static int memrec_cmp(const void *pa, const void *pb)
+{
+    const memrec *a = pa, *b = pb;
+    if (a->ts != b->ts)
+        return a->ts < b->ts ? -1 : 1;
+    return (a->ev > b->ev) - (a->ev < b->ev);
+}
+
+/* First index with rec.ts >= x (lower) or > x (upper). */
+static size_t mem_bound(const memrec *m, size_t n, int64_t x, int upper)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (m[mid].ts < x || (upper && m[mid].ts == x))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* PyTorch's Input Shapes: the trace's "Input Dims" with every list-of-tensors argument (a
+ * list of shapes, e.g. the TensorList of _foreach_add_) shown as [], since KinetoEvent.shapes()
+ * keeps tensor shapes only, spaced as Python prints lists ("[[64, 10], []]"). Writes the
+ * normalized text to buf (cut to n; n >= strlen(s) * 2 + 1 never cuts). */
+static void torch_shapes(const char *s, char *buf, size_t n)
+{
+    size_t w = 0;
+    int depth = 0;
+    if (n == 0)
+        return;
+    for (const char *p = s; *p && w + 1 < n; p++) {
+        if (depth == 1 && p[0] == '[' && p[1] == '[') {
+            /* a nested list at argument level: skip it, write [] */
+            int d = 0;
+            const char *q = p;
+            for (; *q; q++) {
+                if (*q == '[')
+                    d++;
+                else if (*q == ']' && --d == 0)
+                    break;
+            }
+            if (w + 2 < n) {
+                buf[w++] = '[';
+                buf[w++] = ']';
+            }
+            if (!*q)
+                break;
+            p = q;
+            continue;
+        }
+        if (*p == ' ' || *p == '\t' || *p == '\n')
+            continue; /* spacing is rewritten below, whatever the reader kept */
+        if (*p == '[')
+            depth++;
+        else if (*p == ']')
+            depth--;
+        buf[w++] = *p;
+        if (*p == ',' && w + 1 < n)
+            buf[w++] = ' ';
+    }
+    buf[w] = 0;
+}
+
+static uint64_t str_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+/* The distinct normalized shape strings of a table (index 0 = none). */
+typedef struct shape_set {
+    char **str;
+    uint32_t n, cap;
+    tl_keymap by_hash;
+} shape_set;
+
+/* Index of the normalized form of the string with id sid, adding it; 0 for none, -1 = OOM. */
+static int32_t shape_index(shape_set *ss, const tl_trace *t, uint32_t sid)
+{
+    if (!sid)
+        return 0;
+    const char *raw = tl_str(&t->strings, sid);
+    size_t len = strlen(raw) * 2 + 1;
+    char small[512], *buf = len <= sizeof small ? small : malloc(len);
+    if (!buf)
+        return -1;
+    torch_shapes(raw, buf, len);
+    if (!strcmp(buf, "[]")) { /* no shapes: the same row as an event without any */
+        if (buf != small)
+            free(buf);
+        return 0;
+    }
+    uint64_t h = str_hash(buf);
+    int32_t k = tl_keymap_get(&ss->by_hash, h);
+    if (k < 0) {
+        if (ss->n == ss->cap) {
+            uint32_t nc = ss->cap ? ss->cap * 2 : 64;
+            char **ns = realloc(ss->str, nc * sizeof *ns);
+            if (!ns)
+                goto oom;
+            ss->str = ns;
+            ss->cap = nc;
+        }
+        if (ss->n == 0)
+            ss->str[ss->n++] = NULL; /* index 0: none */
+        char *copy = strdup(buf);
+        if (!copy)
+            goto oom;
+        k = (int32_t)ss->n;
+        ss->str[ss->n++] = copy;
+        if (tl_keymap_put(&ss->by_hash, h, k) != 0)
+            goto oom;
+    }
+    if (buf != small)
+        free(buf);
+    return k;
+oom:
+    if (buf != small)
+        free(buf);
+    return -1;
+}
+
+static void shape_set_free(shape_set *ss)
+{
+    for (uint32_t i = 0; i < ss->n; i++)
+        free(ss->str[i]);
+    free(ss->str);
+    tl_keymap_free(&ss->by_hash);
+}
+
+/* One row of the table. */
+typedef struct ops_row {
+    const char *name;
+    uint32_t shapes; /* index in the shape_set (group_by_shape), else 0 */
+    int late;        /* gpu_user_annotation: after device work with the same span */
+    int device;      /* a device row */
+    int annot;       /* user annotation */
+    int64_t first_ts, first_end;
+    size_t first_ev;
+    int64_t count, cpu, self_cpu, cuda, self_cuda;
+    int64_t cpu_mem, self_cpu_mem, cuda_mem, self_cuda_mem;
+} ops_row;
+
+static int row_order(const void *pa, const void *pb)
+{
+    const ops_row *a = pa, *b = pb;
+    if (a->first_ts != b->first_ts)
+        return a->first_ts < b->first_ts ? -1 : 1;
+    if (a->first_end != b->first_end)
+        return a->first_end > b->first_end ? -1 : 1;
+    /* Kineto derives gpu_user_annotations from their kernels and lists them after */
+    if (a->late != b->late)
+        return a->late - b->late;
+    return (a->first_ev > b->first_ev) - (a->first_ev < b->first_ev);
+}
+
+/* Per-event scratch: 16 bytes an event, so that a 4-million-event trace needs 64 MB here. */
+typedef struct ev_info {
+    int32_t eparent; /* nearest kept host ancestor (tree of PyTorch's FunctionEvents) */
+    int32_t nchild;  /* number of kept children */
+    int32_t row;     /* the row the event counts in, -1 = none */
+    int8_t kind;     /* ROW_* (after the dup-merge: ROW_NONE for merged spans) */
+    int8_t async;
+    int8_t merged; /* merged into its parent by the dup rule */
+} ev_info;
+
+#define STEP_NAME_ID   UINT32_MAX
+#define MEMORY_NAME_ID (UINT32_MAX - 1)
+#define OOM_NAME_ID    (UINT32_MAX - 2)
+
+static int is_step_name(const char *n)
+{
+    return !strncmp(n, "ProfilerStep#", 13);
+}
+
+/* The grouping state of one call. */
+typedef struct ops_ctx {
+    const tl_trace *t;
+    int by_shape;
+    ops_row *rows;
+    size_t nrows, cap;
+    tl_keymap maps[4]; /* by class: host/device x annotation or not */
+    shape_set shapes;
+} ops_ctx;
+
+/* The row for (name, class, shapes), created with v's first appearance; -1 when OOM. */
+static int32_t row_for(ops_ctx *x, uint32_t nameid, const char *name, int device, int annot,
+                       uint32_t shapes, int late, int64_t ts, int64_t end, size_t ev)
+{
+    int cls = device * 2 + annot;
+    uint64_t key = tl_key2(nameid, shapes);
+    int32_t r = tl_keymap_get(&x->maps[cls], key);
+    if (r >= 0) {
+        ops_row *a = &x->rows[r];
+        if (ts < a->first_ts || (ts == a->first_ts && end > a->first_end)) {
+            a->first_ts = ts;
+            a->first_end = end;
+            a->first_ev = ev;
+        }
+        return r;
+    }
+    if (x->nrows == x->cap) {
+        size_t nc = x->cap ? x->cap * 2 : 256;
+        ops_row *nr = realloc(x->rows, nc * sizeof *nr);
+        if (!nr)
+            return -1;
+        x->rows = nr;
+        x->cap = nc;
+    }
+    r = (int32_t)x->nrows++;
+    x->rows[r] = (ops_row){.name = name,
+                           .shapes = shapes,
+                           .device = device,
+                           .annot = annot,
+                           .late = late,
+                           .first_ts = ts,
+                           .first_end = end,
+                           .first_ev = ev};
+    if (tl_keymap_put(&x->maps[cls], key, r) != 0)
+        return -1;
+    return r;
+}
+
+tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
+{
+    size_t n = t->nev;
+    ev_info *in = malloc((n ? n : 1) * sizeof *in);
+    memrec *mem = NULL;
+    int32_t *attributed = NULL;
+    int64_t *pc = NULL, *pd = NULL;
+    size_t nmem = 0;
+    ops_ctx X = {.t = t, .by_shape = o && o->group_by_shape};
+    ops_row *rows = NULL;
+    size_t nrows = 0;
+    tl_table *tab = NULL;
+    if (!in)
+        goto oom;
+
+    /* 1. which events are rows, and the tree of kept host events */
+    for (size_t i = 0; i < n; i++) {
+        const tl_event *e = &t->ev[i];
+        ev_info *x = &in[i];
+        x->kind = (int8_t)row_kind(t, e);
+        x->async = (e->flags & TL_EV_ASYNC) != 0;
+        x->merged = 0;
+        x->nchild = 0;
+        x->row = -1;
+        x->eparent = TL_NONE;
+        if (e->cat == TL_CAT_MEMORY)
+            nmem++;
+        int32_t p = e->parent;
+        if (p != TL_NONE && (size_t)p < i)
+            x->eparent = (in[p].kind == ROW_HOST && !in[p].async) ? p : in[p].eparent;
+        if (x->kind == ROW_HOST && !x->async && x->eparent != TL_NONE)
+            in[x->eparent].nchild++;
+    }
+    /* 2. _remove_dup_nodes: a span that is its parent's only child and has its name merges
+     * into the parent (its children become the parent's). Parents come before children, so
+     * eparent is recomputed here with the merges already made above. */
+    for (size_t i = 0; i < n; i++) {
+        ev_info *x = &in[i];
+        int32_t p = t->ev[i].parent;
+        if (p != TL_NONE && (size_t)p < i)
+            x->eparent = (in[p].kind == ROW_HOST && !in[p].async) ? p : in[p].eparent;
+        if (x->kind != ROW_HOST || x->async || x->eparent == TL_NONE)
+            continue;
+        int32_t q = x->eparent;
+        int same =
+            t->ev[q].name == t->ev[i].name || (is_step_name(tl_str(&t->strings, t->ev[q].name)) &&
+                                               is_step_name(tl_str(&t->strings, t->ev[i].name)));
+        if (same && in[q].nchild == 1) {
+            in[q].nchild = x->nchild;
+            x->kind = ROW_NONE;
+            x->merged = 1; /* what it owned goes to q = its eparent */
+        }
+    }
+    /* 3. rows, CPU times: a host event adds its duration to its row's CPU total and self,
+     * and takes it off its parent row's self */
+    for (size_t i = 0; i < n; i++) {
+        const tl_event *e = &t->ev[i];
+        ev_info *x = &in[i];
+        if (x->kind == ROW_NONE)
+            continue;
+        const char *nm = tl_str(&t->strings, e->name);
+        uint32_t nameid = e->name;
+        if (is_step_name(nm)) {
+            nm = "ProfilerStep*";
+            nameid = STEP_NAME_ID;
+        }
+        int64_t ts = e->ts, dur = e->dur;
+        if (e->cat == TL_CAT_GPU_USER && t->source == TL_SRC_KINETO && dur >= 2) {
+            /* Kineto's writer draws a gpu_user_annotation 1 ns early and 2 ns long so that
+             * it sorts before its kernels; PyTorch's table has the true span */
+            ts += 1;
+            dur -= 2;
+        }
+        uint32_t shapes = 0;
+        if (X.by_shape && e->args) {
+            int32_t si = shape_index(&X.shapes, t, e->args);
+            if (si < 0)
+                goto oom;
+            shapes = (uint32_t)si;
+        }
+        int device = x->kind == ROW_DEVICE;
+        int32_t r = row_for(&X, nameid, nm, device, is_annotation(e), shapes,
+                            e->cat == TL_CAT_GPU_USER, ts, ts + dur, i);
+        if (r < 0)
+            goto oom;
+        x->row = r;
+        ops_row *a = &X.rows[r];
+        a->count++;
+        if (device) {
+            a->cuda += dur;
+            a->self_cuda += dur;
+            continue;
+        }
+        a->cpu += dur;
+        if (x->async)
+            continue;
+        a->self_cpu += dur;
+        if (x->eparent != TL_NONE)
+            X.rows[in[x->eparent].row].self_cpu -= dur;
+    }
+    /* 4. memory: records sorted by time; each host event takes those in [start, end] (on any
+     * thread, as torch does); records in no event become rows of their own */
+    if (nmem) {
+        mem = malloc(nmem * sizeof *mem);
+        attributed = calloc(nmem + 1, sizeof *attributed);
+        pc = malloc((nmem + 1) * sizeof *pc);
+        pd = malloc((nmem + 1) * sizeof *pd);
+        if (!mem || !attributed || !pc || !pd)
+            goto oom;
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++) {
+            const tl_event *e = &t->ev[i];
+            if (e->cat == TL_CAT_MEMORY)
+                mem[k++] =
+                    (memrec){e->ts, e->value, (e->flags & TL_EV_MEM_DEVICE) != 0, (int32_t)i};
+        }
+        qsort(mem, nmem, sizeof *mem, memrec_cmp);
+        pc[0] = pd[0] = 0;
+        for (size_t j = 0; j < nmem; j++) {
+            int oom_rec = !strcmp(tl_str(&t->strings, t->ev[mem[j].ev].name), "[OutOfMemory]");
+            int64_t b = oom_rec ? 0 : mem[j].bytes;
+            pc[j + 1] = pc[j] + (mem[j].device ? 0 : b);
+            pd[j + 1] = pd[j] + (mem[j].device ? b : 0);
+        }
+        for (size_t i = 0; i < n; i++) {
+            const tl_event *e = &t->ev[i];
+            const ev_info *x = &in[i];
+            if (x->kind != ROW_HOST && !x->merged)
+                continue;
+            size_t lo = mem_bound(mem, nmem, e->ts, 0);
+            size_t hi = mem_bound(mem, nmem, e->ts + e->dur, 1);
+            if (hi <= lo)
+                continue;
+            attributed[lo]++;
+            attributed[hi]--;
+            if (x->merged)
+                continue; /* gone from torch's list: its bytes are in its parent's */
+            int64_t hc = pc[hi] - pc[lo], dc = pd[hi] - pd[lo];
+            ops_row *a = &X.rows[x->row];
+            a->cpu_mem += hc;
+            a->cuda_mem += dc;
+            if (x->async)
+                continue;
+            a->self_cpu_mem += hc;
+            a->self_cuda_mem += dc;
+            if (x->eparent != TL_NONE) {
+                ops_row *pa = &X.rows[in[x->eparent].row];
+                pa->self_cpu_mem -= hc;
+                pa->self_cuda_mem -= dc;
+            }
+        }
+        int32_t run = 0;
+        for (size_t j = 0; j < nmem; j++) {
+            run += attributed[j];
+            if (run > 0)
+                continue;
+            const memrec *m = &mem[j];
+            int oom_rec = !strcmp(tl_str(&t->strings, t->ev[m->ev].name), "[OutOfMemory]");
+            int32_t r =
+                row_for(&X, oom_rec ? OOM_NAME_ID : MEMORY_NAME_ID,
+                        oom_rec ? "[OutOfMemory]" : "[memory]", 0, 0, 0, 0, m->ts, m->ts, n + j);
+            if (r < 0)
+                goto oom;
+            ops_row *a = &X.rows[r];
+            a->count++;
+            int64_t *v = m->device ? &a->cuda_mem : &a->cpu_mem;
+            int64_t *s = m->device ? &a->self_cuda_mem : &a->self_cpu_mem;
+            *v += m->bytes;
+            *s += m->bytes;
+        }
+    }
+    /* 5. device work: Self CUDA of its owner (the innermost kept span around the runtime call
+     * that launched it), CUDA total of the owner and every span above it */
+    for (size_t i = 0; i < n; i++) {
+        const tl_event *e = &t->ev[i];
+        if (!tl_is_device_work(e))
+            continue;
+        int32_t ow = tl_launch_owner(t, i, TL_OWNER_ANY_SPAN);
+        while (ow != TL_NONE && (in[ow].kind != ROW_HOST || in[ow].async))
+            ow = in[ow].eparent;
+        if (ow == TL_NONE)
+            continue;
+        X.rows[in[ow].row].self_cuda += e->dur;
+        for (int32_t a = ow; a != TL_NONE; a = in[a].eparent)
+            X.rows[in[a].row].cuda += e->dur;
+    }
+    rows = X.rows;
+    nrows = X.nrows;
+    if (rows)
+        qsort(rows, nrows, sizeof *rows, row_order);
+    int has_cuda = 0;
+    for (size_t r = 0; r < nrows; r++)
+        if (rows[r].self_cuda > 0)
+            has_cuda = 1;
+    int by_shape = X.by_shape;
+
+    /* 6. the table: columns as torch shows them */
+    int64_t sum_self_cpu = 0, sum_self_cuda = 0;
+    int has_cuda_mem = 0;
+    for (size_t r = 0; r < nrows; r++) {
+        sum_self_cpu += rows[r].self_cpu;
+        if (rows[r].device && !rows[r].annot)
+            sum_self_cuda += rows[r].self_cuda;
+        if (rows[r].self_cuda_mem > 0)
+            has_cuda_mem = 1;
+    }
+    int use[K_NCOLS], map[K_NCOLS];
+    tl_col cols[K_NCOLS];
+    int ncols = 0;
+    for (int c = 0; c < K_NCOLS; c++) {
+        use[c] = 1;
+        if (c >= K_SELF_CUDA && c <= K_CUDA_AVG)
+            use[c] = has_cuda;
+        if (c == K_CPU_MEM || c == K_SELF_CPU_MEM)
+            use[c] = nmem > 0;
+        if (c == K_CUDA_MEM || c == K_SELF_CUDA_MEM)
+            use[c] = has_cuda_mem;
+        if (c == K_SHAPES)
+            use[c] = by_shape;
+        map[c] = use[c] ? ncols : -1;
+        if (use[c])
+            cols[ncols++] = all_cols[c];
+    }
+    tab = tl_table_new("Ops", "ops", cols, ncols);
+    if (!tab)
+        goto oom;
+    for (size_t i = 0; i < nrows; i++) {
+        const ops_row *a = &rows[i];
+        int r = tl_table_add_row(tab);
+        if (r < 0)
+            goto oom;
+        tl_table_str(tab, r, map[K_NAME], a->name);
+        if (sum_self_cpu > 0) {
+            tl_table_pct(tab, r, map[K_SELF_CPU_PCT],
+                         100.0 * (double)a->self_cpu / (double)sum_self_cpu);
+            tl_table_pct(tab, r, map[K_CPU_TOTAL_PCT],
+                         100.0 * (double)a->cpu / (double)sum_self_cpu);
+        }
+        tl_table_time(tab, r, map[K_SELF_CPU], a->self_cpu);
+        tl_table_time(tab, r, map[K_CPU_TOTAL], a->cpu);
+        tl_table_time(tab, r, map[K_CPU_AVG], (a->cpu + a->count / 2) / a->count);
+        if (has_cuda) {
+            tl_table_time(tab, r, map[K_SELF_CUDA], a->self_cuda);
+            if (sum_self_cuda > 0)
+                tl_table_pct(tab, r, map[K_SELF_CUDA_PCT],
+                             100.0 * (double)a->self_cuda / (double)sum_self_cuda);
+            tl_table_time(tab, r, map[K_CUDA_TOTAL], a->cuda);
+            tl_table_time(tab, r, map[K_CUDA_AVG], (a->cuda + a->count / 2) / a->count);
+        }
+        if (nmem) {
+            tl_table_bytes(tab, r, map[K_CPU_MEM], a->cpu_mem);
+            tl_table_bytes(tab, r, map[K_SELF_CPU_MEM], a->self_cpu_mem);
+        }
+        if (has_cuda_mem) {
+            tl_table_bytes(tab, r, map[K_CUDA_MEM], a->cuda_mem);
+            tl_table_bytes(tab, r, map[K_SELF_CUDA_MEM], a->self_cuda_mem);
+        }
+        tl_table_int(tab, r, map[K_CALLS], a->count);
+        if (by_shape)
+            tl_table_str(tab, r, map[K_SHAPES], a->shapes ? X.shapes.str[a->shapes] : "[]");
+    }
+
+    /* 7. sort and cut: torch's attribute names work as keys; a key of a column that is not
+     * shown (all its values are zero) keeps the order of first appearance, as torch would */
+    {
+        tl_view_opts vo = o ? *o : (tl_view_opts){0};
+        const char *key = o && o->sort ? resolve_sort(o->sort)
+                          : has_cuda   ? "self_cuda_us"
+                                       : "cpu_total_us";
+        int known_hidden = 0;
+        if (key && tl_table_find_col(tab, key) < 0)
+            for (int c = 0; c < K_NCOLS; c++)
+                if (!use[c] &&
+                    (!strcasecmp(key, all_cols[c].key) || !strcasecmp(key, all_cols[c].title)))
+                    known_hidden = 1;
+        vo.sort = known_hidden ? NULL : key;
+        if (vo.sort && tl_table_find_col(tab, vo.sort) < 0) {
+            tl_error_set(err,
+                         "unknown sort key '%s' for the ops table; expected a column key "
+                         "(self_cpu_us, cpu_total_us, self_cuda_us, cuda_total_us, calls, "
+                         "cpu_mem_bytes, ...), a torch key (cpu_time_total, "
+                         "self_cuda_time_total, count, cpu_memory_usage, ...) or none",
+                         o && o->sort ? o->sort : key);
+            goto fail;
+        }
+        if (vo.sort) {
+            if (tl_view_sort(tab, &vo, NULL, 0, err) != 0)
+                goto fail;
+        } else if (vo.top > 0) {
+            tl_table_truncate(tab, vo.top);
+        }
+    }
+    {
+        char s[32];
+        tl_fmt_time(s, sizeof s, sum_self_cpu, TL_UNIT_AUTO);
+        tl_table_note(tab, "Self CPU time total: %s", s);
+        if (has_cuda) {
+            tl_fmt_time(s, sizeof s, sum_self_cuda, TL_UNIT_AUTO);
+            tl_table_note(tab, "Self CUDA time total: %s", s);
+        }
+        if (!nrows)
+            tl_table_note(tab, "No events in this trace.");
+    }
+    goto done;
+oom:
+    tl_error_set(err, "ops view: out of memory");
+fail:
+    tl_table_free(tab);
+    tab = NULL;
+done:
+    for (int k = 0; k < 4; k++)
+        tl_keymap_free(&X.maps[k]);
+    shape_set_free(&X.shapes);
+    free(in);
+    free(mem);
+    free(attributed);
+    free(pc);
+    free(pd);
+    free(X.rows);
+    return tab;
+}

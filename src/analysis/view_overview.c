@@ -1,0 +1,290 @@
+/*
+ * view_overview.c — the Overview: how much of the profiled time each type of event covers.
+ *
+ * Per type the time is the length of the union of its intervals (merged within each thread or
+ * stream, then across threads, streams and devices), so concurrent or nested events of one
+ * type are never counted twice. Different types nest (an operator inside a forward range), so
+ * their ratios need not add up to 100%. The phases — Dataloader, Forward, Backward,
+ * Optimization — and "Other" (step time covered by none of them) do add up to the step time
+ * when the phases do not overlap each other, which is how a training loop is normally laid out.
+ *
+ * Host times are clipped to the profiled window (the union of the steps, or the whole trace
+ * without steps): work outside the steps is outside what the ratios are taken against. Device
+ * work is not clipped — a kernel usually runs after the host step that launched it has ended —
+ * but only device work launched inside the window (or, when its launch is unknown, starting
+ * inside the window's span) is counted.
+ */
+#include "analysis/views.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+enum { OV_NAME, OV_CALLS, OV_TIME, OV_RATIO, OV_NCOLS };
+
+static const tl_col host_cols[OV_NCOLS] = {
+    [OV_NAME] = {"Event Type", "type", TL_COL_STR, 1},
+    [OV_CALLS] = {"Calls", "calls", TL_COL_INT, 0},
+    [OV_TIME] = {"CPU Time", "cpu_time_us", TL_COL_TIME, 0},
+    [OV_RATIO] = {"Ratio", "ratio_pct", TL_COL_PCT, 0},
+};
+
+static const tl_col dev_cols[OV_NCOLS] = {
+    [OV_NAME] = {"Event Type", "type", TL_COL_STR, 1},
+    [OV_CALLS] = {"Calls", "calls", TL_COL_INT, 0},
+    [OV_TIME] = {"GPU Time", "gpu_time_us", TL_COL_TIME, 0},
+    [OV_RATIO] = {"Ratio", "ratio_pct", TL_COL_PCT, 0},
+};
+
+/* Host categories in the order the phases are listed; the rest are sorted by time. */
+static const tl_cat phases[] = {TL_CAT_DATALOADER, TL_CAT_FORWARD, TL_CAT_BACKWARD,
+                                TL_CAT_OPTIMIZER};
+
+static const char *host_type_name(tl_cat c)
+{
+    switch (c) {
+    case TL_CAT_STEP:
+        return "ProfileStep";
+    case TL_CAT_USER:
+        return "UserDefined";
+    case TL_CAT_DATALOADER:
+        return "Dataloader";
+    case TL_CAT_FORWARD:
+        return "Forward";
+    case TL_CAT_BACKWARD:
+        return "Backward";
+    case TL_CAT_OPTIMIZER:
+        return "Optimization";
+    case TL_CAT_RUNTIME:
+        return "CudaRuntime";
+    default:
+        return tl_cat_name(c);
+    }
+}
+
+/* Host categories that carry time on a thread. Instants, counters, memory records and the
+ * profiler's own overhead are not "event types" of the program. */
+static int host_timed(tl_cat c)
+{
+    return !tl_cat_is_device(c) && c != TL_CAT_INSTANT && c != TL_CAT_COUNTER &&
+           c != TL_CAT_MEMORY && c != TL_CAT_OVERHEAD && c != TL_CAT_OTHER;
+}
+
+/* NCCL/RCCL/oneCCL kernels are communication, whatever stream they run on. */
+static int is_comm_kernel(const char *name)
+{
+    return strcasestr(name, "nccl") || strcasestr(name, "rccl") || strcasestr(name, "xccl");
+}
+
+/* Does the normalized set contain point x? */
+static int ivset_has(const tl_ivset *s, int64_t x)
+{
+    size_t lo = 0, hi = s->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (s->v[mid].e <= x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < s->n && s->v[lo].s <= x;
+}
+
+static double ratio(int64_t part, int64_t whole)
+{
+    return whole > 0 ? 100.0 * (double)part / (double)whole : 0.0;
+}
+
+typedef struct ov_acc {
+    tl_ivset iv;
+    int64_t calls;
+} ov_acc;
+
+/* Length of s clipped to the window set (both normalized). */
+static int64_t clipped_length(const tl_ivset *s, const tl_ivset *win, int clip)
+{
+    if (!clip)
+        return tl_ivset_length(s);
+    tl_ivset tmp = {0};
+    tl_ivset_intersect(s, win, &tmp);
+    int64_t n = tl_ivset_length(&tmp);
+    tl_ivset_free(&tmp);
+    return n;
+}
+
+static void add_row(tl_table *tab, const char *name, int indent, int64_t calls, int64_t time,
+                    int64_t whole)
+{
+    int r = tl_table_add_row(tab);
+    if (r < 0)
+        return;
+    tl_table_str(tab, r, OV_NAME, name);
+    tl_table_indent(tab, r, OV_NAME, indent);
+    if (calls >= 0)
+        tl_table_int(tab, r, OV_CALLS, calls);
+    tl_table_time(tab, r, OV_TIME, time);
+    tl_table_pct(tab, r, OV_RATIO, ratio(time, whole));
+}
+
+tl_table *tl_view_overview(const tl_trace *t, const tl_view_opts *o, tl_error *err)
+{
+    (void)o;
+    tl_window w;
+    tl_profiled_window(t, &w);
+
+    /* The window as a set: the steps, or the whole span. */
+    tl_ivset win = {0};
+    for (size_t i = 0; i < t->nev; i++)
+        if (t->ev[i].cat == TL_CAT_STEP)
+            tl_ivset_add(&win, t->ev[i].ts, t->ev[i].ts + t->ev[i].dur);
+    if (!w.nsteps)
+        tl_ivset_add(&win, w.t0, w.t1);
+    tl_ivset_normalize(&win);
+    int clip = w.nsteps > 0;
+
+    ov_acc host[TL_CAT_COUNT];
+    memset(host, 0, sizeof host);
+    /* device: kernel, memcpy, memset, communication kernels */
+    enum { D_KERNEL, D_COMM, D_MEMCPY, D_MEMSET, D_N };
+    ov_acc dev[D_N];
+    memset(dev, 0, sizeof dev);
+    int ndev_events = 0;
+
+    uint8_t *comm_name = calloc(t->strings.count ? t->strings.count : 1, 1); /* 0 ?, 1 no, 2 yes */
+    tl_table *tab = tl_table_new("Overview", "overview", host_cols, OV_NCOLS);
+    if (!comm_name || !tab)
+        goto oom;
+
+    for (size_t i = 0; i < t->nev; i++) {
+        const tl_event *e = &t->ev[i];
+        tl_cat c = (tl_cat)e->cat;
+        int64_t s = e->ts, end = e->ts + e->dur;
+        if (tl_cat_is_device(c)) {
+            int d = c == TL_CAT_KERNEL   ? D_KERNEL
+                    : c == TL_CAT_MEMCPY ? D_MEMCPY
+                    : c == TL_CAT_MEMSET ? D_MEMSET
+                                         : -1;
+            if (d < 0)
+                continue;
+            int64_t launch = e->link != TL_NONE ? t->ev[e->link].ts : e->ts;
+            if (e->link != TL_NONE ? !ivset_has(&win, launch) : (s < w.t0 || s >= w.t1))
+                continue;
+            ndev_events++;
+            tl_ivset_add(&dev[d].iv, s, end);
+            dev[d].calls++;
+            if (d == D_KERNEL) {
+                uint8_t *cn = &comm_name[e->name < t->strings.count ? e->name : 0];
+                if (!*cn)
+                    *cn = is_comm_kernel(tl_str(&t->strings, e->name)) ? 2 : 1;
+                if (*cn == 2) {
+                    tl_ivset_add(&dev[D_COMM].iv, s, end);
+                    dev[D_COMM].calls++;
+                }
+            }
+            continue;
+        }
+        if (!host_timed(c) || e->dur <= 0)
+            continue;
+        if (clip && (end <= win.v[0].s || s >= win.v[win.n - 1].e))
+            continue;
+        if (clip && !ivset_has(&win, s)) {
+            /* Starts in a hole between steps: counted when it reaches into a step. */
+            tl_ivset one = {0}, tmp = {0};
+            tl_ivset_add(&one, s, end);
+            tl_ivset_intersect(&one, &win, &tmp);
+            int inside = tmp.n > 0;
+            tl_ivset_free(&one);
+            tl_ivset_free(&tmp);
+            if (!inside)
+                continue;
+        }
+        tl_ivset_add(&host[c].iv, s, end);
+        host[c].calls++;
+    }
+
+    int64_t htime[TL_CAT_COUNT];
+    for (int c = 0; c < TL_CAT_COUNT; c++) {
+        tl_ivset_normalize(&host[c].iv);
+        htime[c] = clipped_length(&host[c].iv, &win, clip);
+    }
+
+    /* ProfileStep, then the phases and Other indented under it, then every other type by time. */
+    if (w.nsteps)
+        add_row(tab, host_type_name(TL_CAT_STEP), 0, host[TL_CAT_STEP].calls, w.total, w.total);
+    tl_ivset phase_union = {0};
+    for (size_t p = 0; p < sizeof phases / sizeof *phases; p++) {
+        tl_cat c = phases[p];
+        if (!host[c].calls)
+            continue;
+        add_row(tab, host_type_name(c), w.nsteps ? 1 : 0, host[c].calls, htime[c], w.total);
+        tl_ivset tmp = {0};
+        tl_ivset_union(&phase_union, &host[c].iv, &tmp);
+        tl_ivset_free(&phase_union);
+        phase_union = tmp;
+    }
+    int any_phase = phase_union.n > 0;
+    if (w.nsteps && any_phase) {
+        int64_t covered = clipped_length(&phase_union, &win, 1);
+        add_row(tab, "Other", 1, -1, w.total - covered, w.total);
+    }
+    tl_ivset_free(&phase_union);
+    int from = tab->nrows;
+    for (int c = 0; c < TL_CAT_COUNT; c++) {
+        if (c == TL_CAT_STEP || c == TL_CAT_DATALOADER || c == TL_CAT_FORWARD ||
+            c == TL_CAT_BACKWARD || c == TL_CAT_OPTIMIZER || !host[c].calls)
+            continue;
+        add_row(tab, host_type_name((tl_cat)c), 0, host[c].calls, htime[c], w.total);
+    }
+    tl_table_sort(tab, OV_TIME, 1, from);
+    if (w.nsteps)
+        tl_table_note(tab,
+                      "Time per type is the union of its intervals within the %d step(s) "
+                      "(%s is the step time the ratios are taken against).",
+                      w.nsteps, host_type_name(TL_CAT_STEP));
+    else
+        tl_table_note(tab, "No steps in this trace: ratios are taken against the whole trace.");
+    if (any_phase && w.nsteps)
+        tl_table_note(tab, "The indented phases and Other add up to the step time when the "
+                           "phases do not overlap; other types nest, so ratios need not sum to "
+                           "100%%.");
+    else
+        tl_table_note(tab, "Types nest (an operator inside a range), so ratios need not sum to "
+                           "100%%.");
+
+    if (ndev_events) {
+        tl_table *g = tl_table_new("Overview (GPU)", "overview_gpu", dev_cols, OV_NCOLS);
+        if (!g)
+            goto oom;
+        tab->next = g;
+        static const char *const dnames[D_N] = {"Kernel", "Communication", "Memcpy", "Memset"};
+        for (int d = 0; d < D_N; d++) {
+            if (!dev[d].calls)
+                continue;
+            tl_ivset_normalize(&dev[d].iv);
+            add_row(g, dnames[d], d == D_COMM ? 1 : 0, dev[d].calls, tl_ivset_length(&dev[d].iv),
+                    w.total);
+        }
+        tl_table_note(g, "GPU time is the union over all streams and devices of the work "
+                         "launched in the window; ratios are against the host step time.");
+        if (dev[D_COMM].calls)
+            tl_table_note(g, "Communication: NCCL/RCCL/oneCCL kernels, also counted in Kernel.");
+    }
+
+    for (int c = 0; c < TL_CAT_COUNT; c++)
+        tl_ivset_free(&host[c].iv);
+    for (int d = 0; d < D_N; d++)
+        tl_ivset_free(&dev[d].iv);
+    tl_ivset_free(&win);
+    free(comm_name);
+    return tab;
+oom:
+    for (int c = 0; c < TL_CAT_COUNT; c++)
+        tl_ivset_free(&host[c].iv);
+    for (int d = 0; d < D_N; d++)
+        tl_ivset_free(&dev[d].iv);
+    tl_ivset_free(&win);
+    free(comm_name);
+    tl_table_free(tab);
+    tl_error_set(err, "overview: out of memory");
+    return NULL;
+}

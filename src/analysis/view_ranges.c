@@ -1,0 +1,135 @@
+/*
+ * view_ranges.c — the UserDefined view: the program's own ranges, aggregated by name.
+ *
+ * Per name: calls, total (sum of durations, so a range nested in itself or running on two
+ * threads at once counts each time, like CPU time), self (duration minus the direct children
+ * on the same thread, tl_self_times), avg/max/min of the duration, and total as a share of the
+ * profiled window. With thread_sep the rows are grouped per thread, each group sorted and cut
+ * on its own; a "Thread" column says which.
+ */
+#include "analysis/views.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum { R_THREAD, R_NAME, R_CALLS, R_TOTAL, R_SELF, R_AVG, R_MAX, R_MIN, R_RATIO, R_NCOLS };
+
+static const tl_col cols[R_NCOLS] = {
+    [R_THREAD] = {"Thread", "thread", TL_COL_INT, 0},
+    [R_NAME] = {"Name", "name", TL_COL_STR, 1},
+    [R_CALLS] = {"Calls", "calls", TL_COL_INT, 0},
+    [R_TOTAL] = {"Total", "total_us", TL_COL_TIME, 0},
+    [R_SELF] = {"Self", "self_us", TL_COL_TIME, 0},
+    [R_AVG] = {"Avg", "avg_us", TL_COL_TIME, 0},
+    [R_MAX] = {"Max", "max_us", TL_COL_TIME, 0},
+    [R_MIN] = {"Min", "min_us", TL_COL_TIME, 0},
+    [R_RATIO] = {"Ratio", "ratio_pct", TL_COL_PCT, 0},
+};
+
+typedef struct agg {
+    uint32_t name;
+    int64_t calls, total, self, max, min;
+} agg;
+
+tl_table *tl_view_ranges(const tl_trace *t, const tl_view_opts *o, tl_error *err)
+{
+    int sep = o && o->thread_sep;
+    tl_window w;
+    tl_profiled_window(t, &w);
+    /* Without thread_sep the Thread column is left out: columns from R_NAME on. */
+    tl_table *tab = tl_table_new("UserDefined Summary", "ranges", sep ? cols : cols + R_NAME,
+                                 sep ? R_NCOLS : R_NCOLS - R_NAME);
+    int64_t *self = malloc((t->nev ? t->nev : 1) * sizeof *self);
+    int32_t *slot = malloc((t->strings.count ? t->strings.count : 1) * sizeof *slot);
+    agg *ag = NULL;
+    size_t nag = 0, cap = 0;
+    if (!tab || !self || !slot)
+        goto oom;
+    tl_self_times(t, self);
+    for (uint32_t s = 0; s < t->strings.count; s++)
+        slot[s] = -1;
+    int off = sep ? 0 : -R_NAME; /* column index shift */
+
+    /* Events are grouped by track after finish: one pass per group (all tracks, or one). */
+    size_t i = 0;
+    int64_t nranges = 0;
+    while (i < t->nev) {
+        size_t end = t->nev;
+        if (sep) {
+            end = i;
+            while (end < t->nev && t->ev[end].track == t->ev[i].track)
+                end++;
+        }
+        for (size_t k = 0; k < nag; k++)
+            slot[ag[k].name] = -1;
+        nag = 0;
+        for (size_t j = i; j < end; j++) {
+            const tl_event *e = &t->ev[j];
+            if (e->cat != TL_CAT_USER || (e->flags & TL_EV_INSTANT))
+                continue;
+            uint32_t nm = e->name < t->strings.count ? e->name : 0;
+            if (slot[nm] < 0) {
+                if (nag == cap) {
+                    size_t nc = cap ? cap * 2 : 64;
+                    agg *na = realloc(ag, nc * sizeof *na);
+                    if (!na)
+                        goto oom;
+                    ag = na;
+                    cap = nc;
+                }
+                memset(&ag[nag], 0, sizeof *ag);
+                ag[nag].name = nm;
+                slot[nm] = (int32_t)nag++;
+            }
+            agg *a = &ag[slot[nm]];
+            a->calls++;
+            a->total += e->dur;
+            a->self += self[j];
+            if (a->calls == 1 || e->dur > a->max)
+                a->max = e->dur;
+            if (a->calls == 1 || e->dur < a->min)
+                a->min = e->dur;
+            nranges++;
+        }
+        int from = tab->nrows;
+        const tl_track *tr = t->ev[i].track < t->ntracks ? &t->tracks[t->ev[i].track] : NULL;
+        for (size_t k = 0; k < nag; k++) {
+            int r = tl_table_add_row(tab);
+            if (r < 0)
+                goto oom;
+            if (sep && tr)
+                tl_table_int(tab, r, R_THREAD + off, tr->tid);
+            tl_table_str(tab, r, R_NAME + off, tl_str(&t->strings, ag[k].name));
+            tl_table_int(tab, r, R_CALLS + off, ag[k].calls);
+            tl_table_time(tab, r, R_TOTAL + off, ag[k].total);
+            tl_table_time(tab, r, R_SELF + off, ag[k].self);
+            tl_table_time(tab, r, R_AVG + off, ag[k].total / ag[k].calls);
+            tl_table_time(tab, r, R_MAX + off, ag[k].max);
+            tl_table_time(tab, r, R_MIN + off, ag[k].min);
+            tl_table_pct(tab, r, R_RATIO + off,
+                         w.total > 0 ? 100.0 * (double)ag[k].total / (double)w.total : 0.0);
+        }
+        if (tl_view_sort(tab, o, "total_us", from, err) != 0)
+            goto fail;
+        i = end;
+    }
+    if (!nranges)
+        tl_table_note(tab, "No user-defined ranges in this trace.");
+    else
+        tl_table_note(tab,
+                      "Total sums durations (nested or concurrent calls count each time); "
+                      "Self excludes direct children; Ratio = Total / %s.",
+                      w.nsteps ? "step time" : "trace span");
+    free(self);
+    free(slot);
+    free(ag);
+    return tab;
+oom:
+    tl_error_set(err, "ranges: out of memory");
+fail:
+    free(self);
+    free(slot);
+    free(ag);
+    tl_table_free(tab);
+    return NULL;
+}

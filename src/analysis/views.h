@@ -1,0 +1,74 @@
+/*
+ * views.h — every report view, one function each, one file each (src/analysis/view_<name>.c).
+ *
+ * A view reads a finished tl_trace and returns a new tl_table (or a chain of them through
+ * tl_table.next) that the caller renders with tl_out_table and frees with tl_table_free.
+ * Views never print. The contract shared by all of them:
+ *
+ *   tl_table *tl_view_NAME(const tl_trace *t, const tl_view_opts *o, tl_error *err);
+ *
+ *   - t must be finished (tl_trace_finish); o may be NULL (defaults: the view's own sort, all
+ *     rows, no thread split).
+ *   - Returns the table(s). A view with nothing to show (e.g. a GPU view on a trace without
+ *     device events) returns a table with zero rows and a note saying why, not NULL.
+ *   - Returns NULL only on an error (an unknown --sort key, out of memory), with a one-line
+ *     message in err (err may be NULL).
+ *   - Times are int64 ns in TL_COL_TIME cells (keys end in "_us": csv/json print microseconds),
+ *     ratios are TL_COL_PCT (keys end in "_pct"), against the profiled window
+ *     (tl_profiled_window) unless the view's docs say otherwise. Field names are listed in
+ *     docs/VIEWS.md.
+ */
+#ifndef TALLY_ANALYSIS_VIEWS_H
+#define TALLY_ANALYSIS_VIEWS_H
+
+#include "analysis/analysis.h"
+
+typedef tl_table *(*tl_view_fn)(const tl_trace *t, const tl_view_opts *o, tl_error *err);
+
+/* ---- host views (helper "views") --------------------------------------------------------- */
+
+/* Overview: per event type (Step, UserDefined, Operator, Dataloader, Forward, ... and on the
+ * device side Kernel, Memcpy, Memset, Communication): calls, time as the union of the type's
+ * intervals across threads/streams, ratio to the profiled window. view_overview.c */
+tl_table *tl_view_overview(const tl_trace *t, const tl_view_opts *o, tl_error *err);
+
+/* Model: per step and averaged, time in Dataloader/Forward/Backward/Optimization/Other
+ * (outermost occurrence only), with the kernel time they launched when the trace has device
+ * events. view_model.c */
+tl_table *tl_view_model(const tl_trace *t, const tl_view_opts *o, tl_error *err);
+
+/* UserDefined ranges: per name calls, total, self, avg, max, min, ratio; sortable; optional
+ * per-thread groups. view_ranges.c */
+tl_table *tl_view_ranges(const tl_trace *t, const tl_view_opts *o, tl_error *err);
+
+/* Perf summary: step time (batch cost), reader cost, throughput: avg/max/min, reader ratio.
+ * view_perf.c */
+tl_table *tl_view_perf(const tl_trace *t, const tl_view_opts *o, tl_error *err);
+
+/* ---- views reserved for other helpers (each in its own file) ----------------------------- */
+
+/* Device summary: per device/stream utilization, kernel/copy time. view_device.c */
+tl_table *tl_view_device(const tl_trace *t, const tl_view_opts *o, tl_error *err);
+
+/* Operator summary: per operator CPU and GPU time (o->expand lists kernels). view_operator.c */
+tl_table *tl_view_operator(const tl_trace *t, const tl_view_opts *o, tl_error *err);
+
+/* Kernel summary: per kernel name (o->per_stream: per kernel and stream). view_kernel.c */
+tl_table *tl_view_kernel(const tl_trace *t, const tl_view_opts *o, tl_error *err);
+
+/* Memcpy/memset summary: per direction, bytes, bandwidth. view_memcpy.c */
+tl_table *tl_view_memcpy(const tl_trace *t, const tl_view_opts *o, tl_error *err);
+
+/* Distributed: communication vs computation and their overlap. view_distributed.c */
+tl_table *tl_view_distributed(const tl_trace *t, const tl_view_opts *o, tl_error *err);
+
+/* The PyTorch-style ops table (key_averages().table()). view_ops.c */
+tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err);
+
+/* Idle gaps on devices and their causes. view_gaps.c */
+tl_table *tl_view_gaps(const tl_trace *t, const tl_view_opts *o, tl_error *err);
+
+/* Findings: advice derived from the trace, printed last. view_findings.c */
+tl_table *tl_view_findings(const tl_trace *t, const tl_view_opts *o, tl_error *err);
+
+#endif

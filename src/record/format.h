@@ -1,0 +1,217 @@
+/*
+ * format.h — the .tally trace file: byte layout shared by the recorder (writer) and the reader
+ * (src/trace/tally_reader.c). docs/FORMAT.md describes the same thing in prose and tables.
+ *
+ * A file is a 16-byte header followed by chunks. Each chunk is a 16-byte header (type, flags,
+ * payload length) and a payload. Everything is little-endian. Readers skip chunk types they do
+ * not know, so new kinds of data are added as new chunk types (minor version bump); a change of
+ * an existing layout bumps the major version, which readers refuse.
+ *
+ * Host events are stored as the raw contents of a thread's buffer: 16-byte records whose first
+ * word packs the record type (top 8 bits) with a 56-bit timestamp in clock ticks (TSC or ns, see
+ * the CLOCK metadata), and whose second word is a payload (a call-site id, a handle, a step
+ * number). A few record types are followed by payload slots (strings, device and API events);
+ * tally__rec_slots() says how many 16-byte slots a record takes in all.
+ */
+#ifndef TALLY_RECORD_FORMAT_H
+#define TALLY_RECORD_FORMAT_H
+
+#include <stdint.h>
+#include <string.h>
+
+#define TALLY__MAGIC        "TALLYTRC" /* 8 bytes, no NUL */
+#define TALLY__FORMAT_MAJOR 1
+#define TALLY__FORMAT_MINOR 0
+
+/* File header (16 bytes). */
+typedef struct tally__file_header {
+    char magic[8];
+    uint16_t major, minor;
+    uint32_t header_size; /* 16; a reader skips to this offset for the first chunk */
+} tally__file_header;
+
+/* Chunk header (16 bytes), followed by len bytes of payload. */
+typedef struct tally__chunk_header {
+    uint32_t type;  /* TALLY__CHUNK_* */
+    uint32_t flags; /* 0 */
+    uint64_t len;   /* payload bytes */
+} tally__chunk_header;
+
+enum {
+    TALLY__CHUNK_META = 1,    /* key/length/value entries (TALLY__META_*) */
+    TALLY__CHUNK_STRINGS = 2, /* call sites: id -> name, file, function, line, category */
+    TALLY__CHUNK_THREADS = 3, /* thread names */
+    TALLY__CHUNK_EVENTS = 4,  /* a run of one thread's buffer: header + records */
+    TALLY__CHUNK_DEVICES = 5, /* device properties */
+    TALLY__CHUNK_STATS = 6    /* counts of what was recorded and lost (last one wins) */
+};
+
+/* Categories: 0..6 are tally_category, the rest are equal to tl_cat (the reader asserts it). */
+enum {
+    TALLY__CAT_STEP = 7,
+    TALLY__CAT_RUNTIME = 10,
+    TALLY__CAT_DRIVER = 11,
+    TALLY__CAT_KERNEL = 12,
+    TALLY__CAT_MEMCPY = 13,
+    TALLY__CAT_MEMSET = 14,
+    TALLY__CAT_GPU_USER = 15,
+    TALLY__CAT_SYNC = 16,
+    TALLY__CAT_INSTANT = 18,
+    TALLY__CAT_COUNTER = 19,
+    TALLY__CAT_MEMORY = 20,
+    TALLY__CAT_OTHER = 21
+};
+
+/* META entries: u32 key, u32 len, value (len bytes, padded to 8). Later values win. */
+enum {
+    TALLY__META_CLOCK = 1,        /* tally__meta_clock */
+    TALLY__META_WALL_OFFSET = 2,  /* i64: add to a ns timestamp to get Unix-epoch ns */
+    TALLY__META_PID = 3,          /* i64 */
+    TALLY__META_HOST = 4,         /* string */
+    TALLY__META_RANK = 5,         /* i32, -1 unknown */
+    TALLY__META_WORLD_SIZE = 6,   /* i32, 0 unknown */
+    TALLY__META_SAMPLES_UNIT = 7, /* string: unit of step sample counts */
+    TALLY__META_WINDOW = 8,       /* tally__meta_window */
+    TALLY__META_START_NS = 9,     /* i64: when recording of this window began (ns) */
+    TALLY__META_END_NS = 10,      /* i64: when it ended (ns); ranges still open close here */
+    TALLY__META_PROGRAM = 11      /* string: program name */
+};
+
+typedef struct tally__meta_clock {
+    uint32_t kind; /* 0: ticks are ns of CLOCK_MONOTONIC; 1: ticks are TSC cycles */
+    uint32_t pad;
+    uint64_t tsc0;   /* tick value at ns0 */
+    int64_t ns0;     /* CLOCK_MONOTONIC ns at tsc0 */
+    double tsc_hz;   /* ticks per second (kind 1) */
+} tally__meta_clock; /* ns = ns0 + (ticks - tsc0) * 1e9 / tsc_hz */
+
+typedef struct tally__meta_window {
+    int32_t index; /* 0 for the first active window of the session */
+    int32_t pad;
+    int64_t first_step; /* first step recorded in the window */
+} tally__meta_window;
+
+/* STRINGS entry (24 bytes + name + file + function, padded to 8). */
+typedef struct tally__string_entry {
+    uint64_t id; /* the call site's id (its address in the recording process) */
+    uint32_t line, category;
+    uint32_t name_len, file_len, func_len, pad;
+} tally__string_entry;
+
+/* THREADS entry (16 bytes + name, padded to 8). */
+typedef struct tally__thread_entry {
+    uint32_t slot; /* recorder thread slot (1..), 0 = named by OS tid only */
+    uint32_t name_len;
+    int64_t tid; /* OS thread id */
+} tally__thread_entry;
+
+/* DEVICES entry (32 bytes + name, padded to 8). */
+typedef struct tally__device_entry {
+    int32_t id, sm_count;
+    int64_t memory;
+    int32_t cc_major, cc_minor;
+    uint32_t name_len, pad;
+} tally__device_entry;
+
+/* EVENTS chunk: this header, then (len - 32) / 16 records. */
+typedef struct tally__events_header {
+    uint32_t slot; /* recorder thread slot: the thread part of begin/end handles */
+    uint32_t pad;
+    int64_t tid;              /* OS thread id */
+    uint64_t seq;             /* order of this run among the thread's runs (0, 1, ...) */
+    uint64_t first_begin_seq; /* handle sequence number of the run's first BEGIN record */
+} tally__events_header;
+
+/* STATS chunk payload. */
+typedef struct tally__stats_chunk {
+    uint64_t records;       /* records written to this file */
+    uint64_t dropped;       /* records dropped at the memory cap while this window was open */
+    uint64_t bad_pops;      /* pops with no open range (this window) */
+    uint64_t bad_ends;      /* ends with a foreign, stale or zero handle (this window) */
+    uint64_t calls_outside; /* calls before start / after stop (whole session so far) */
+    uint64_t unclosed;      /* push ranges open when the window closed */
+    uint64_t steps;         /* steps closed in the window */
+    uint64_t buffers;       /* events chunks written */
+} tally__stats_chunk;
+
+/* ---- records --------------------------------------------------------------------------------- */
+
+typedef struct tally__rec {
+    uint64_t w0; /* type << 56 | 56-bit field (ticks, or a record-specific value) */
+    uint64_t w1; /* payload */
+} tally__rec;
+
+_Static_assert(sizeof(tally__rec) == 16, "a record is 16 bytes");
+
+#define TALLY__TS_MASK          ((UINT64_C(1) << 56) - 1)
+#define TALLY__REC_TYPE(r)      ((unsigned)((r)->w0 >> 56))
+#define TALLY__REC(type, field) (((uint64_t)(type) << 56) | ((uint64_t)(field)&TALLY__TS_MASK))
+
+enum {
+    TALLY__R_PUSH = 1,       /* ticks; w1 = call-site id (0: name from the preceding STR) */
+    TALLY__R_POP = 2,        /* ticks; w1 = 1: a pop made when the buffer was full, written late */
+    TALLY__R_BEGIN = 3,      /* ticks; w1 = call-site id (0: from STR); the n-th BEGIN of a run
+                                has handle sequence number first_begin_seq + n */
+    TALLY__R_END = 4,        /* ticks; w1 = handle = slot << 40 | sequence number */
+    TALLY__R_MARK = 5,       /* ticks; w1 = call-site id (0: from STR) */
+    TALLY__R_COUNTER = 6,    /* ticks; w1 = call-site id (0: from STR); value from VALUE */
+    TALLY__R_STEP_BEGIN = 7, /* ticks; w1 = step number */
+    TALLY__R_STEP_END = 8,   /* ticks; w1 = step number; samples from a preceding VALUE */
+    TALLY__R_STR = 9,        /* field = role << 48 | category << 40; w1 = length in bytes;
+                                followed by ceil(length / 16) slots of bytes */
+    TALLY__R_VALUE = 10,     /* w1 = a value for the next record (double bits for counters,
+                                sample count for STEP_END) */
+    TALLY__R_DEVICE = 11,    /* field = payload slots; tally__fmt_device + name + args */
+    TALLY__R_API = 12,       /* field = payload slots; tally__fmt_api + name */
+    TALLY__R_STEP_STOP = 13  /* ticks; w1 = step number: the open step, closed by stop */
+};
+
+/* Roles of a STR record: what the string is for. */
+enum {
+    TALLY__STR_NAME = 1,  /* name of the next PUSH/BEGIN/MARK/COUNTER with id 0; category in the
+                             STR record */
+    TALLY__STR_ARG = 2,   /* argument string of the next PUSH/BEGIN */
+    TALLY__STR_THREAD = 3 /* the thread's name from now on */
+};
+
+#define TALLY__STR_ROLE(r) ((unsigned)(((r)->w0 >> 48) & 0xff))
+#define TALLY__STR_CAT(r)  ((unsigned)(((r)->w0 >> 40) & 0xff))
+#define TALLY__STR_MAX     4096 /* longer strings are cut */
+
+/* Payload of a DEVICE record (ns timestamps on tally's clock, not ticks). */
+typedef struct tally__fmt_device {
+    int64_t start, end, corr, bytes, stream;
+    int32_t device;
+    uint32_t cat;
+    uint16_t flags;
+    uint8_t copy_kind;
+    uint8_t pad[5];
+    uint32_t name_len, args_len; /* name then args follow */
+} tally__fmt_device;
+
+/* Payload of an API record (ns timestamps). */
+typedef struct tally__fmt_api {
+    int64_t start, end, corr, tid;
+    uint32_t cat, name_len; /* name follows */
+} tally__fmt_api;
+
+_Static_assert(sizeof(tally__fmt_device) == 64, "device payload");
+_Static_assert(sizeof(tally__fmt_api) == 40, "api payload");
+
+/* Slots taken by the record at r (1 + its payload slots). */
+static inline uint64_t tally__rec_slots(const tally__rec *r)
+{
+    unsigned t = TALLY__REC_TYPE(r);
+    if (t == TALLY__R_STR)
+        return 1 + (r->w1 + 15) / 16;
+    if (t == TALLY__R_DEVICE || t == TALLY__R_API)
+        return 1 + (r->w0 & 0xffffffffu);
+    return 1;
+}
+
+static inline uint64_t tally__pad8(uint64_t n)
+{
+    return (n + 7) & ~(uint64_t)7;
+}
+
+#endif

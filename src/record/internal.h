@@ -1,0 +1,240 @@
+/*
+ * internal.h — state shared by the recorder's files (api.c: the hot path; buffer.c: the buffer
+ * pool and the writer; session.c: start/stop, schedule and windows; clock.c; config.c; timer.c).
+ *
+ * Who touches what:
+ *   - a thread's tstate: its hot fields (pos, end, depth, begin_seq) are written by the owning
+ *     thread only; pos is published with a release store so that a flusher on another thread may
+ *     write out [fu, pos) while the owner keeps recording. Everything the flusher and the owner
+ *     both change (buffer hand-off, fu) is done under the tstate's slow_lock, a spin flag taken
+ *     only on slow paths.
+ *   - buffer descriptors: a lock-free state machine (EMPTY -> OWNED -> FULL -> WRITING -> FREE
+ *     -> OWNED ...), so that the writer thread, a window closer and a signal handler never write
+ *     the same buffer twice.
+ */
+#ifndef TALLY_RECORD_INTERNAL_H
+#define TALLY_RECORD_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <tally.h>
+
+#include "record/format.h"
+
+#define TALLY__LIKELY(x)   __builtin_expect(!!(x), 1)
+#define TALLY__UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define TALLY__TLS         __thread __attribute__((tls_model("initial-exec")))
+#define TALLY__HIDDEN      __attribute__((visibility("hidden")))
+
+#define TALLY__MAX_THREADS 4096
+#define TALLY__RING        1024 /* open begin/end handles remembered per thread */
+#define TALLY__TIMER_DEPTH 64
+
+/* ---- clock (clock.c) ------------------------------------------------------------------------- */
+
+typedef struct tally__clock {
+    int use_tsc;   /* ticks are TSC cycles (invariant TSC found) */
+    uint64_t tsc0; /* calibration point */
+    int64_t ns0;
+    double tsc_hz; /* ticks per second */
+    double ns_per_tick;
+} tally__clock_t;
+
+extern TALLY__HIDDEN tally__clock_t tally__clk;
+
+void tally__clock_init(void); /* once per process (idempotent) */
+void tally__clock_refine(void);
+int64_t tally__mono_ns(void);
+int64_t tally__real_ns(void);
+int64_t tally__ticks_to_ns(uint64_t ticks);
+
+static inline uint64_t tally__ticks(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    if (TALLY__LIKELY(tally__clk.use_tsc)) {
+        uint32_t lo, hi;
+        __asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+        return ((uint64_t)hi << 32) | lo;
+    }
+#endif
+    return (uint64_t)tally__mono_ns();
+}
+
+/* ---- buffers (buffer.c) ---------------------------------------------------------------------- */
+
+enum {
+    TALLY__B_EMPTY = 0,
+    TALLY__B_ALLOC,
+    TALLY__B_FREE,
+    TALLY__B_OWNED,
+    TALLY__B_FULL,
+    TALLY__B_WRITING
+};
+
+typedef struct tally__buf {
+    _Atomic int state;
+    tally__rec *mem;
+    /* Filled by the owner before the release store of FULL: */
+    uint32_t slot;
+    int64_t tid;
+    uint64_t seq, first_begin_seq;
+    uint32_t from, to; /* record slots [from, to) to write */
+} tally__buf;
+
+typedef struct tally__tstate {
+    /* hot: owner only (pos is read by flushers) */
+    _Atomic(tally__rec *) pos;
+    _Atomic(tally__rec *) end;
+    uint64_t dmask;             /* bit d: the push at depth d was dropped (skip its pop) */
+    uint32_t pending_pops;      /* pops dropped at the cap: written first in the next buffer */
+    _Atomic uint32_t depth;     /* open push ranges (this window) */
+    _Atomic uint32_t epoch;     /* window epoch that depth, dmask, pending_pops belong to */
+    int straddle;               /* window opened while ranges may have been open: pops on an
+                                   empty stack are straddlers, not errors */
+    _Atomic uint64_t begin_seq; /* handles issued */
+    int in_slow;                /* recursion guard for slow paths (signal re-entry) */
+    uint32_t drop_backoff;
+    _Atomic uint64_t dropped;
+    _Atomic uint64_t outside; /* calls while no session ran */
+
+    /* slow: under slow_lock */
+    _Atomic int slow_lock;
+    tally__buf *buf;
+    tally__rec *start;
+    tally__rec *fu;        /* first record not yet written out */
+    uint64_t fu_begin_seq; /* handle sequence number of the first BEGIN at or after fu */
+    uint64_t chunk_seq;
+    char name[64];
+    int name_dirty;
+
+    uint32_t slot; /* 1.. */
+    int64_t tid;
+    struct tally__tstate *next_free; /* on the list of states of exited threads */
+
+    /* timer-only mode: open ranges' categories and start times */
+    int tm_depth;
+    uint8_t tm_cat[TALLY__TIMER_DEPTH];
+    int64_t tm_t0[TALLY__TIMER_DEPTH];
+
+    /* handles of open begin/end ranges: ring[seq % RING] = seq + 1 while open */
+    _Atomic uint64_t ring[TALLY__RING];
+} tally__tstate;
+
+extern TALLY__HIDDEN TALLY__TLS tally__tstate *tally__self;
+extern TALLY__HIDDEN _Atomic(tally__tstate *) tally__threads[TALLY__MAX_THREADS];
+extern TALLY__HIDDEN _Atomic uint32_t tally__nthreads;
+
+tally__tstate *tally__tstate_create(void);
+/* Make room for n slots in the thread's buffer; returns where to write, or NULL (dropped). */
+tally__rec *tally__refill(tally__tstate *ts, uint32_t n);
+
+static inline void tally__spin_lock(_Atomic int *l)
+{
+    while (atomic_exchange_explicit(l, 1, memory_order_acquire))
+        while (atomic_load_explicit(l, memory_order_relaxed))
+            __builtin_ia32_pause();
+}
+static inline int tally__spin_trylock(_Atomic int *l)
+{
+    return !atomic_exchange_explicit(l, 1, memory_order_acquire);
+}
+static inline void tally__spin_unlock(_Atomic int *l)
+{
+    atomic_store_explicit(l, 0, memory_order_release);
+}
+
+/* Writer side. */
+int tally__pool_init(size_t cap, size_t buffer_size);
+void tally__pool_free(void);
+int tally__writer_start(void);
+void tally__writer_stop(void);
+void tally__writer_kick(void);
+/* Open a window's file (header + META); returns 0 or TALLY_EIO. */
+int tally__file_open(const char *path, int window_index, int64_t first_step);
+/* Write every full buffer and every thread's unwritten records, then the closing chunks, and
+ * close the file. */
+int tally__file_close(const tally__stats_chunk *st, uint64_t *records_out);
+/* From a signal handler: write what can be written without blocking. */
+void tally__file_emergency_flush(void);
+/* Write out all full buffers and partial buffers now (tally__flush_all). */
+void tally__flush_now(void);
+/* After fork, in the child: forget the parent's file and writer thread. */
+void tally__file_forget(void);
+
+/* ---- session (session.c) --------------------------------------------------------------------- */
+
+/* Values of tally__recording, the hot-path gate: one load tells a call what to do. */
+enum {
+    TALLY__GATE_OFF = 0,    /* no session: calls are counted as calls outside */
+    TALLY__GATE_ON = 1,     /* recording */
+    TALLY__GATE_CLOSED = 2, /* a session runs, outside its active window: nothing to do */
+    TALLY__GATE_TIMER = 3   /* timer-only mode: dataloader ranges are timed */
+};
+
+typedef struct tally__session {
+    _Atomic int running;    /* started, not stopped */
+    _Atomic int timer;      /* timer-only mode */
+    _Atomic uint32_t epoch; /* window epoch: bumped when a window opens */
+    _Atomic int first_window_at_start;
+    _Atomic uint64_t calls_outside;
+    _Atomic uint64_t bad_pops, bad_ends;
+    _Atomic uint64_t records; /* written to files */
+    _Atomic uint64_t buffers; /* events chunks written */
+    _Atomic uint64_t steps;
+    _Atomic uint64_t unclosed;
+    _Atomic uint64_t dropped_nothread; /* thread table full */
+    _Atomic int straddle_now;          /* the open window began after tally_start */
+    _Atomic int64_t tm_reader_ns;      /* timer mode: dataloader ns in the current step */
+} tally__session_t;
+
+extern TALLY__HIDDEN tally__session_t tally__sess;
+
+/* Who is recording: written into every file's META chunk (set at tally_start). */
+typedef struct tally__ident {
+    char host[256];
+    char program[256];
+    char samples_unit[64];
+    int64_t pid;
+    int32_t rank, world;
+    int64_t wall_offset; /* Unix-epoch ns minus CLOCK_MONOTONIC ns */
+} tally__ident_t;
+extern tally__ident_t tally__ident;
+
+/* Step records on the calling thread (api.c); with_value: a VALUE(samples) record first. */
+void tally__rec_step(unsigned type, int64_t step, uint64_t samples, int with_value);
+
+uint64_t tally__dropped_total(void);
+uint64_t tally__open_depth_total(void);
+uint64_t tally__outside_total(void);
+void tally__outside_call(void);
+
+/* ---- timer-only mode (timer.c) --------------------------------------------------------------- */
+
+typedef struct tally__perf_step {
+    int64_t batch_ns;  /* step duration */
+    int64_t reader_ns; /* time in dataloader ranges during the step */
+    uint64_t samples;  /* tally_step's count (0 = unknown) */
+} tally__perf_step;
+
+typedef struct tally__perf_stat {
+    double avg, max, min;
+} tally__perf_stat;
+
+typedef struct tally__perf_summary {
+    int steps;
+    int samples_mode;                    /* every step had a sample count */
+    tally__perf_stat reader, batch, ips; /* seconds, seconds, per second */
+    double reader_ratio;                 /* percent: total reader / total batch */
+} tally__perf_summary;
+
+/* Pure computation over n steps (values by construction in tests). avg cost = total / n; avg ips
+ * = total samples (or n) / total batch time; max/min ips from per-step rates. */
+void tally__perf_compute(const tally__perf_step *s, int n, tally__perf_summary *out);
+/* Paddle-like "Perf Summary" table. */
+void tally__perf_print(FILE *f, const tally__perf_summary *p, const char *unit);
+
+#endif

@@ -1,0 +1,278 @@
+/*
+ * summary.c — the registry of report views and the writer of a whole report.
+ *
+ * The registry is one table, in print order (Paddle's order: device, overview, model, perf,
+ * distributed, operator, kernel, memcpy, ranges; then ops, gaps, and findings last). A view is added by adding a line: its name on the command line, its function
+ * (declared in analysis/views.h), whether it needs device events, whether it takes --sort and
+ * --top, whether it belongs to the short summary printed after a run.
+ *
+ * A report is computed in full before anything is written, so that a bad --sort key or a
+ * failing view gives one error line and no half-printed report.
+ */
+#include "report/summary.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* clang-format off */
+const tl_view_def tl_view_defs[] = {
+    /* name         function             device sort  summary help */
+    {"overview",    tl_view_overview,    0,     0,    1,      "time per event type (interval union), ratio to the step time"},
+    {"model",       tl_view_model,       0,     0,    1,      "per step: Dataloader, Forward, Backward, Optimization, Other"},
+    {"perf",        tl_view_perf,        0,     0,    1,      "step time, reader cost, throughput: avg/max/min"},
+    {"distributed", tl_view_distributed, 1,     0,    0,      "communication vs computation and their overlap"},
+    {"ranges",      tl_view_ranges,      0,     1,    1,      "user-defined ranges by name: calls, total, self, avg/max/min"},
+    {"gaps",        tl_view_gaps,        1,     1,    0,      "GPU idle time, its causes, kernel launches"},
+    {"findings",    tl_view_findings,    0,     0,    1,      "ranked findings with their evidence (printed last)"},
+};
+/* clang-format on */
+const int tl_nview_defs = (int)(sizeof tl_view_defs / sizeof tl_view_defs[0]);
+
+const tl_view_def *tl_view_lookup(const char *name)
+{
+    if (!name)
+        return NULL;
+    for (int i = 0; i < tl_nview_defs; i++)
+        if (strcasecmp(tl_view_defs[i].name, name) == 0)
+            return &tl_view_defs[i];
+    return NULL;
+}
+
+int tl_trace_has_device(const tl_trace *t)
+{
+    for (size_t i = 0; i < t->nev; i++) {
+        tl_cat c = (tl_cat)t->ev[i].cat;
+        if (c == TL_CAT_KERNEL || c == TL_CAT_MEMCPY || c == TL_CAT_MEMSET)
+            return 1;
+    }
+    return 0;
+}
+
+int tl_trace_warnings(const tl_trace *t, void (*fn)(const char *line, void *arg), void *arg)
+{
+    struct {
+        uint64_t n;
+        const char *what;
+    } w[] = {
+        {t->dropped, "records dropped at the memory cap: the trace is incomplete"},
+        {t->bad_pops, "pops without a matching push"},
+        {t->bad_ends, "range ends with an unknown, stale or foreign handle"},
+        {t->calls_outside, "calls made outside a session (before start or after stop)"},
+        {t->unclosed, "ranges still open at the end, closed there"},
+    };
+    int n = 0;
+    char line[256];
+    for (size_t i = 0; i < sizeof w / sizeof *w; i++) {
+        if (!w[i].n)
+            continue;
+        snprintf(line, sizeof line, "warning: %llu %s", (unsigned long long)w[i].n, w[i].what);
+        if (fn)
+            fn(line, arg);
+        n++;
+    }
+    return n;
+}
+
+/* Split the comma list into selected[]; -1 on an unknown word. */
+static int select_views(const char *views, int *selected, int *explicit_all, tl_error *err)
+{
+    memset(selected, 0, (size_t)tl_nview_defs * sizeof *selected);
+    *explicit_all = 0;
+    if (!views || !*views || strcasecmp(views, "all") == 0) {
+        for (int i = 0; i < tl_nview_defs; i++)
+            selected[i] = 1;
+        *explicit_all = 1;
+        return 0;
+    }
+    const char *p = views;
+    while (*p) {
+        const char *q = strchr(p, ',');
+        size_t n = q ? (size_t)(q - p) : strlen(p);
+        char word[64];
+        if (n >= sizeof word)
+            n = sizeof word - 1;
+        memcpy(word, p, n);
+        word[n] = '\0';
+        if (n > 0) {
+            if (strcasecmp(word, "all") == 0) {
+                for (int i = 0; i < tl_nview_defs; i++)
+                    selected[i] = 1;
+                *explicit_all = 1;
+            } else {
+                const tl_view_def *d = tl_view_lookup(word);
+                if (!d) {
+                    char names[512];
+                    size_t k = 0;
+                    names[0] = '\0';
+                    for (int i = 0; i < tl_nview_defs && k + 1 < sizeof names; i++)
+                        k += (size_t)snprintf(names + k, sizeof names - k, "%s%s", i ? "," : "",
+                                              tl_view_defs[i].name);
+                    tl_error_set(err, "unknown view '%s'; expected one of: all,%s", word, names);
+                    return -1;
+                }
+                selected[d - tl_view_defs] = 1;
+            }
+        }
+        p += n;
+        if (q)
+            p = q + 1;
+        else
+            break;
+    }
+    return 0;
+}
+
+int tl_report_check_views(const char *views, tl_error *err)
+{
+    int sel[64], all;
+    return select_views(views, sel, &all, err);
+}
+
+static void warn_text(const char *line, void *arg)
+{
+    tl_out_text((tl_out *)arg, "%s", line);
+}
+
+static void warn_stderr(const char *line, void *arg)
+{
+    (void)arg;
+    fprintf(stderr, "tally: %s\n", line);
+}
+
+static const char *source_name(tl_source s)
+{
+    switch (s) {
+    case TL_SRC_TALLY:
+        return "tally";
+    case TL_SRC_KINETO:
+        return "PyTorch (Kineto)";
+    case TL_SRC_TORCH_LEGACY:
+        return "PyTorch (legacy)";
+    case TL_SRC_PADDLE:
+        return "Paddle";
+    case TL_SRC_CHROME:
+        return "Chrome trace";
+    default:
+        return "unknown";
+    }
+}
+
+static void header_line(tl_out *out, const tl_trace *t)
+{
+    uint32_t threads = 0, streams = 0;
+    for (uint32_t i = 0; i < t->ntracks; i++) {
+        if (t->tracks[i].kind == TL_TRACK_STREAM)
+            streams++;
+        else
+            threads++;
+    }
+    int64_t t0 = 0, t1 = 0;
+    tl_trace_span(t, &t0, &t1);
+    char span[64];
+    tl_fmt_time(span, sizeof span, t1 - t0, TL_UNIT_AUTO);
+    tl_out_text(out, "Trace: %s (%s): %zu events, %u threads, %u streams, span %s",
+                t->path ? t->path : "(memory)", source_name(t->source), t->nev, threads, streams,
+                span);
+}
+
+int tl_report_write(FILE *f, const tl_trace *t, const tl_report_opts *o, tl_error *err)
+{
+    int sel[64];
+    int all;
+    if (tl_nview_defs > 64) {
+        tl_error_set(err, "too many views");
+        return -1;
+    }
+    if (select_views(o->views, sel, &all, err) != 0)
+        return -1;
+    int device = tl_trace_has_device(t);
+    tl_table *res[64] = {0};
+    int sort_given = o->vo.sort && *o->vo.sort;
+    int sortable_selected = 0, sort_accepted = 0;
+    const char *first_sortable = NULL;
+    int rc = 0;
+
+    for (int i = 0; i < tl_nview_defs; i++) {
+        const tl_view_def *d = &tl_view_defs[i];
+        if (!sel[i] || (all && d->needs_device && !device) || (o->summary && !d->in_summary))
+            continue;
+        tl_view_opts vo = o->vo;
+        if (!d->sortable) {
+            vo.sort = NULL;
+            vo.ascending = 0;
+            vo.top = 0;
+        } else {
+            sortable_selected++;
+            if (!first_sortable)
+                first_sortable = d->name;
+            if (o->summary && vo.top == 0)
+                vo.top = 10;
+        }
+        tl_error verr = {{0}};
+        res[i] = d->fn(t, &vo, &verr);
+        if (!res[i] && vo.sort) {
+            /* The key may belong to another selected view: use this view's default order. */
+            vo.sort = NULL;
+            tl_error verr2 = {{0}};
+            res[i] = d->fn(t, &vo, &verr2);
+            if (!res[i])
+                verr = verr2;
+        } else if (res[i] && vo.sort) {
+            sort_accepted = 1;
+        }
+        if (!res[i]) {
+            tl_error_set(err, "%s: %s", d->name, verr.msg[0] ? verr.msg : "failed");
+            rc = -2;
+            goto out;
+        }
+    }
+    if (sort_given && !sort_accepted) {
+        if (!sortable_selected)
+            tl_error_set(err,
+                         "--sort '%s': none of the selected views is sortable (sortable: ranges "
+                         "and the operator, kernel and gaps views)",
+                         o->vo.sort);
+        else
+            tl_error_set(err, "unknown sort key '%s' for the selected views (%s takes its column "
+                              "keys or titles, e.g. total_us, self_us, calls)",
+                         o->vo.sort, first_sortable);
+        rc = -1;
+        goto out;
+    }
+
+    tl_out out;
+    tl_out_begin(&out, f, o->fmt, o->unit);
+    if (o->header && o->fmt == TL_FMT_TEXT)
+        header_line(&out, t);
+    if (o->fmt == TL_FMT_CSV)
+        tl_trace_warnings(t, warn_stderr, NULL);
+    else
+        tl_trace_warnings(t, warn_text, &out);
+    if (o->header && o->fmt == TL_FMT_TEXT)
+        tl_out_text(&out, "%s", "");
+    for (int i = 0; i < tl_nview_defs; i++)
+        for (const tl_table *tab = res[i]; tab; tab = tab->next)
+            tl_out_table(&out, tab);
+    tl_out_end(&out);
+out:
+    for (int i = 0; i < tl_nview_defs; i++)
+        tl_table_free(res[i]);
+    return rc;
+}
+
+int tl_summary_print(FILE *f, const tl_trace *t)
+{
+    tl_report_opts o;
+    memset(&o, 0, sizeof o);
+    o.fmt = TL_FMT_TEXT;
+    o.unit = TL_UNIT_AUTO;
+    o.summary = 1;
+    o.header = 1;
+    tl_error err = {{0}};
+    if (tl_report_write(f, t, &o, &err) != 0) {
+        fprintf(f, "tally: %s\n", err.msg);
+        return -1;
+    }
+    return 0;
+}

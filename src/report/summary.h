@@ -1,0 +1,56 @@
+/*
+ * summary.h — the report of a trace: which views exist, in which order they print, and the
+ * one function that computes the selected ones and writes them (text, CSV or JSON). Used by
+ * `tally report`, `tally demo` and the default trace-ready handler (summary on stderr).
+ */
+#ifndef TALLY_REPORT_SUMMARY_H
+#define TALLY_REPORT_SUMMARY_H
+
+#include "analysis/views.h"
+
+/* One report view. The registry (summary.c, tl_view_defs) lists them in print order. */
+typedef struct tl_view_def {
+    const char *name; /* the --views word: "overview" */
+    tl_view_fn fn;    /* computes the table(s) */
+    int needs_device; /* "all" skips it on a trace without device events */
+    int sortable;     /* takes --sort/--top (the view sorts its rows by a column) */
+    int in_summary;   /* part of the short summary printed after a run */
+    const char *help; /* one line for --help */
+} tl_view_def;
+
+extern const tl_view_def tl_view_defs[];
+extern const int tl_nview_defs;
+
+/* The view named name (case-insensitive), or NULL. */
+const tl_view_def *tl_view_lookup(const char *name);
+
+/* Non-zero when the trace has kernels, copies or memsets. */
+int tl_trace_has_device(const tl_trace *t);
+
+typedef struct tl_report_opts {
+    const char *views; /* comma-separated view names; NULL or "all" = every applicable view */
+    tl_view_opts vo;   /* sort, top, thread_sep ... handed to every view */
+    tl_format fmt;
+    tl_unit unit;
+    int summary; /* short form: only in_summary views, sortable ones cut to top 10 */
+    int header;  /* text: a first line naming the trace (path, source, counts) */
+} tl_report_opts;
+
+/* Check the view list: 0, or -1 with "unknown view 'x'; expected one of: ..." in err. */
+int tl_report_check_views(const char *views, tl_error *err);
+
+/* Compute every selected view, then write them all to f in the fixed order, preceded by the
+ * trace's loss counters as warnings (text: in the output; json: "messages"; csv: stderr).
+ * Nothing is written when a view fails. Returns 0; -1 with err filled on a usage error (an
+ * unknown view, a sort key that no selected sortable view has); -2 with err filled when a view
+ * fails (out of memory). Write errors are left in ferror(f). */
+int tl_report_write(FILE *f, const tl_trace *t, const tl_report_opts *o, tl_error *err);
+
+/* The default short report in text to f (used after a run and by `tally demo`). */
+int tl_summary_print(FILE *f, const tl_trace *t);
+
+/* The loss counters of a trace as one line each ("12 records dropped at the memory cap").
+ * Calls fn for each; returns how many. */
+int tl_trace_warnings(const tl_trace *t, void (*fn)(const char *line, void *arg), void *arg);
+
+#endif

@@ -1,0 +1,1052 @@
+/*
+ * table.c — typed tables and their three renderings.
+ *
+ * A view fills a tl_table with typed cells; nothing here knows what a view means. The text
+ * renderer formats every cell first, measures the columns, then prints a title rule, a header,
+ * the rows and the notes, so that columns line up whatever the data. Times are auto-scaled per
+ * cell the way PyTorch's profiler tables do it ("1.500us", "2.500ms", "3.000s"). CSV and JSON
+ * carry plain numbers: times in microseconds (the column key says "_us"), percentages as
+ * numbers, bytes as integers, so that a script never has to parse "1.5 MB".
+ *
+ * Output errors (a full disk, a closed pipe) are left in the FILE's error flag for the caller
+ * to check with ferror(); nothing here exits or prints anywhere else.
+ */
+#include "report/table.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* Widest a left-aligned text column may get in text output; longer names end in "...". */
+#define TL_TEXT_MAX_NAME 60
+
+/* Renderer state that does not belong in the public struct: JSON messages are collected and
+ * written at the end (a JSON object may hold the key "messages" only once), and table keys are
+ * remembered so that a repeated key gets a suffix instead of producing a duplicate key. */
+struct tl_out_priv {
+    char **msgs;
+    int nmsgs;
+    char **keys;
+    int nkeys;
+};
+
+/* ---- small utilities -------------------------------------------------------------------- */
+
+static char *xstrdup(const char *s)
+{
+    if (!s)
+        s = "";
+    size_t n = strlen(s) + 1;
+    char *p = malloc(n);
+    if (p)
+        memcpy(p, s, n);
+    return p;
+}
+
+static char *xvasprintf(const char *fmt, va_list ap)
+{
+    va_list aq;
+    va_copy(aq, ap);
+    int n = vsnprintf(NULL, 0, fmt, aq);
+    va_end(aq);
+    if (n < 0)
+        return xstrdup("");
+    char *p = malloc((size_t)n + 1);
+    if (!p)
+        return NULL;
+    vsnprintf(p, (size_t)n + 1, fmt, ap);
+    return p;
+}
+
+/* Display width of a UTF-8 string: one column per code point (continuation bytes skipped). */
+static int disp_width(const char *s)
+{
+    int w = 0;
+    for (; *s; s++)
+        if (((unsigned char)*s & 0xC0) != 0x80)
+            w++;
+    return w;
+}
+
+/* Byte offset of the first n display columns of s. */
+static size_t disp_prefix(const char *s, int n)
+{
+    size_t i = 0;
+    int w = 0;
+    while (s[i]) {
+        if (((unsigned char)s[i] & 0xC0) != 0x80) {
+            if (w == n)
+                break;
+            w++;
+        }
+        i++;
+    }
+    return i;
+}
+
+/* Print a double as a plain number without useless trailing zeros ("12.5", "3", "0.001"). */
+static void fmt_plain(char *buf, size_t n, double v, int decimals)
+{
+    if (!isfinite(v)) {
+        snprintf(buf, n, "null");
+        return;
+    }
+    snprintf(buf, n, "%.*f", decimals, v);
+    if (strchr(buf, '.')) {
+        char *e = buf + strlen(buf) - 1;
+        while (*e == '0')
+            *e-- = '\0';
+        if (*e == '.')
+            *e = '\0';
+    }
+    if (strcmp(buf, "-0") == 0)
+        snprintf(buf, n, "0");
+}
+
+/* ---- building ---------------------------------------------------------------------------- */
+
+tl_table *tl_table_new(const char *title, const char *key, const tl_col *cols, int ncols)
+{
+    tl_table *t = calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    t->title = xstrdup(title);
+    t->key = xstrdup(key ? key : title);
+    t->ncols = ncols > 0 ? ncols : 0;
+    t->cols = calloc(t->ncols ? (size_t)t->ncols : 1, sizeof *t->cols);
+    if (!t->title || !t->key || !t->cols) {
+        tl_table_free(t);
+        return NULL;
+    }
+    /* Titles and keys are copied: a view may build them with snprintf ("GPU 0"). */
+    for (int c = 0; c < t->ncols; c++) {
+        t->cols[c] = cols[c];
+        t->cols[c].title = xstrdup(cols[c].title);
+        t->cols[c].key = xstrdup(cols[c].key ? cols[c].key : cols[c].title);
+    }
+    return t;
+}
+
+static void table_free_one(tl_table *t);
+
+static void free_row(tl_table *t, int row)
+{
+    for (int c = 0; c < t->ncols; c++) {
+        tl_cell *cell = &t->cells[(size_t)row * t->ncols + c];
+        free(cell->s);
+        cell->s = NULL;
+    }
+}
+
+void tl_table_free(tl_table *t)
+{
+    while (t) {
+        tl_table *next = t->next;
+        t->next = NULL;
+        table_free_one(t);
+        t = next;
+    }
+}
+
+static void table_free_one(tl_table *t)
+{
+    for (int r = 0; r < t->nrows; r++)
+        free_row(t, r);
+    free(t->cells);
+    if (t->cols) {
+        for (int c = 0; c < t->ncols; c++) {
+            free((char *)t->cols[c].title);
+            free((char *)t->cols[c].key);
+        }
+    }
+    free(t->cols);
+    for (int i = 0; i < t->nnotes; i++)
+        free(t->notes[i]);
+    free(t->notes);
+    free(t->title);
+    free(t->key);
+    free(t);
+}
+
+int tl_table_add_row(tl_table *t)
+{
+    if (!t)
+        return -1;
+    if (t->nrows == t->cap_rows) {
+        int cap = t->cap_rows ? t->cap_rows * 2 : 16;
+        size_t cells = (size_t)cap * (t->ncols ? (size_t)t->ncols : 1);
+        tl_cell *nc = realloc(t->cells, cells * sizeof *nc);
+        if (!nc)
+            return -1;
+        t->cells = nc;
+        t->cap_rows = cap;
+    }
+    int r = t->nrows++;
+    if (t->ncols)
+        memset(&t->cells[(size_t)r * t->ncols], 0, (size_t)t->ncols * sizeof(tl_cell));
+    return r;
+}
+
+static tl_cell *cell_at(tl_table *t, int row, int col)
+{
+    if (!t || row < 0 || row >= t->nrows || col < 0 || col >= t->ncols)
+        return NULL;
+    return &t->cells[(size_t)row * t->ncols + col];
+}
+
+static const tl_cell *ccell_at(const tl_table *t, int row, int col)
+{
+    return &t->cells[(size_t)row * t->ncols + col];
+}
+
+void tl_table_str(tl_table *t, int row, int col, const char *s)
+{
+    tl_cell *c = cell_at(t, row, col);
+    if (!c)
+        return;
+    free(c->s);
+    c->s = xstrdup(s);
+    c->set = c->s != NULL;
+}
+
+void tl_table_strf(tl_table *t, int row, int col, const char *fmt, ...)
+{
+    tl_cell *c = cell_at(t, row, col);
+    if (!c)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = xvasprintf(fmt, ap);
+    va_end(ap);
+    free(c->s);
+    c->s = s;
+    c->set = s != NULL;
+}
+
+void tl_table_indent(tl_table *t, int row, int col, int indent)
+{
+    tl_cell *c = cell_at(t, row, col);
+    if (c)
+        c->indent = indent < 0 ? 0 : indent;
+}
+
+void tl_table_int(tl_table *t, int row, int col, int64_t v)
+{
+    tl_cell *c = cell_at(t, row, col);
+    if (c) {
+        c->i = v;
+        c->d = (double)v;
+        c->set = 1;
+    }
+}
+
+void tl_table_time(tl_table *t, int row, int col, int64_t ns)
+{
+    tl_table_int(t, row, col, ns);
+}
+
+void tl_table_bytes(tl_table *t, int row, int col, int64_t bytes)
+{
+    tl_table_int(t, row, col, bytes);
+}
+
+void tl_table_pct(tl_table *t, int row, int col, double pct)
+{
+    tl_cell *c = cell_at(t, row, col);
+    if (c) {
+        c->d = pct;
+        c->set = 1;
+    }
+}
+
+void tl_table_float(tl_table *t, int row, int col, double v)
+{
+    tl_table_pct(t, row, col, v);
+}
+
+void tl_table_note(tl_table *t, const char *fmt, ...)
+{
+    if (!t)
+        return;
+    char **nn = realloc(t->notes, (size_t)(t->nnotes + 1) * sizeof *nn);
+    if (!nn)
+        return;
+    t->notes = nn;
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = xvasprintf(fmt, ap);
+    va_end(ap);
+    if (s)
+        t->notes[t->nnotes++] = s;
+}
+
+/* ---- sorting ----------------------------------------------------------------------------- */
+
+static int is_int_type(tl_coltype ty)
+{
+    return ty == TL_COL_INT || ty == TL_COL_TIME || ty == TL_COL_BYTES;
+}
+
+/* Order of two set cells of column type ty, ascending. */
+static int cmp_cells(const tl_cell *a, const tl_cell *b, tl_coltype ty)
+{
+    if (ty == TL_COL_STR) {
+        int r = strcasecmp(a->s ? a->s : "", b->s ? b->s : "");
+        return r ? r : strcmp(a->s ? a->s : "", b->s ? b->s : "");
+    }
+    if (is_int_type(ty))
+        return (a->i > b->i) - (a->i < b->i);
+    /* NaN sorts like an empty cell would: after every number. */
+    int an = isnan(a->d), bn = isnan(b->d);
+    if (an || bn)
+        return an - bn;
+    return (a->d > b->d) - (a->d < b->d);
+}
+
+typedef struct sort_ctx {
+    const tl_table *t;
+    int col, desc;
+} sort_ctx;
+
+/* Negative when row a goes before row b. Empty cells go last in either direction. */
+static int row_before(const sort_ctx *x, int a, int b)
+{
+    const tl_cell *ca = ccell_at(x->t, a, x->col), *cb = ccell_at(x->t, b, x->col);
+    if (!ca->set || !cb->set)
+        return ca->set ? -1 : cb->set ? 1 : 0;
+    tl_coltype ty = x->t->cols[x->col].type;
+    if (ty != TL_COL_STR && !is_int_type(ty) && (isnan(ca->d) || isnan(cb->d)))
+        return cmp_cells(ca, cb, ty);
+    int r = cmp_cells(ca, cb, ty);
+    return x->desc ? -r : r;
+}
+
+/* Merge sort of row indices: stable, O(n log n), no global state. */
+static void merge_sort(const sort_ctx *x, int *v, int *tmp, int n)
+{
+    if (n < 2)
+        return;
+    int h = n / 2;
+    merge_sort(x, v, tmp, h);
+    merge_sort(x, v + h, tmp, n - h);
+    int i = 0, j = h, k = 0;
+    while (i < h && j < n)
+        tmp[k++] = row_before(x, v[j], v[i]) < 0 ? v[j++] : v[i++];
+    while (i < h)
+        tmp[k++] = v[i++];
+    while (j < n)
+        tmp[k++] = v[j++];
+    memcpy(v, tmp, (size_t)n * sizeof *v);
+}
+
+void tl_table_sort(tl_table *t, int col, int desc, int from)
+{
+    if (!t || col < 0 || col >= t->ncols || t->ncols == 0)
+        return;
+    if (from < 0)
+        from = 0;
+    int n = t->nrows - from;
+    if (n < 2)
+        return;
+    int *idx = malloc((size_t)n * sizeof *idx);
+    int *tmp = malloc((size_t)n * sizeof *tmp);
+    tl_cell *moved = malloc((size_t)n * t->ncols * sizeof *moved);
+    if (!idx || !tmp || !moved)
+        goto out;
+    for (int i = 0; i < n; i++)
+        idx[i] = from + i;
+    sort_ctx x = {t, col, desc};
+    merge_sort(&x, idx, tmp, n);
+    for (int i = 0; i < n; i++)
+        memcpy(&moved[(size_t)i * t->ncols], ccell_at(t, idx[i], 0),
+               (size_t)t->ncols * sizeof *moved);
+    memcpy(&t->cells[(size_t)from * t->ncols], moved, (size_t)n * t->ncols * sizeof *moved);
+out:
+    free(idx);
+    free(tmp);
+    free(moved);
+}
+
+/* "total_us" matches "total", "ratio_pct" matches "ratio": the unit suffix may be left off. */
+static int key_matches_base(const char *key, const char *name)
+{
+    static const char *const suffixes[] = {"_us", "_pct", "_bytes", "_ns", "_ms", "_s"};
+    size_t kl = strlen(key), nl = strlen(name);
+    for (size_t i = 0; i < sizeof suffixes / sizeof *suffixes; i++) {
+        size_t sl = strlen(suffixes[i]);
+        if (kl == nl + sl && strncasecmp(key, name, nl) == 0 &&
+            strcasecmp(key + nl, suffixes[i]) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+int tl_table_find_col(const tl_table *t, const char *name)
+{
+    if (!t || !name || !*name)
+        return -1;
+    for (int c = 0; c < t->ncols; c++)
+        if (strcasecmp(t->cols[c].key, name) == 0)
+            return c;
+    for (int c = 0; c < t->ncols; c++)
+        if (strcasecmp(t->cols[c].title, name) == 0)
+            return c;
+    for (int c = 0; c < t->ncols; c++)
+        if (key_matches_base(t->cols[c].key, name))
+            return c;
+    return -1;
+}
+
+void tl_table_truncate(tl_table *t, int n)
+{
+    if (!t || n < 0 || n >= t->nrows)
+        return;
+    for (int r = n; r < t->nrows; r++)
+        free_row(t, r);
+    t->nrows = n;
+}
+
+/* ---- parsing options --------------------------------------------------------------------- */
+
+int tl_format_parse(const char *s)
+{
+    if (!s)
+        return -1;
+    if (strcasecmp(s, "text") == 0)
+        return TL_FMT_TEXT;
+    if (strcasecmp(s, "csv") == 0)
+        return TL_FMT_CSV;
+    if (strcasecmp(s, "json") == 0)
+        return TL_FMT_JSON;
+    return -1;
+}
+
+int tl_unit_parse(const char *s)
+{
+    if (!s)
+        return -1;
+    static const struct {
+        const char *name;
+        tl_unit unit;
+    } units[] = {{"auto", TL_UNIT_AUTO},
+                 {"ns", TL_UNIT_NS},
+                 {"us", TL_UNIT_US},
+                 {"ms", TL_UNIT_MS},
+                 {"s", TL_UNIT_S}};
+    for (size_t i = 0; i < sizeof units / sizeof *units; i++)
+        if (strcasecmp(s, units[i].name) == 0)
+            return (int)units[i].unit;
+    return -1;
+}
+
+/* ---- cell formatting --------------------------------------------------------------------- */
+
+void tl_fmt_time(char *buf, size_t n, int64_t ns, tl_unit unit)
+{
+    if (!buf || n == 0)
+        return;
+    double us = (double)ns / 1e3;
+    if (unit == TL_UNIT_AUTO) {
+        double a = fabs(us);
+        unit = a >= 1e6 ? TL_UNIT_S : a >= 1e3 ? TL_UNIT_MS : TL_UNIT_US;
+    }
+    switch (unit) {
+    case TL_UNIT_NS:
+        snprintf(buf, n, "%lldns", (long long)ns);
+        break;
+    case TL_UNIT_S:
+        snprintf(buf, n, "%.3fs", us / 1e6);
+        break;
+    case TL_UNIT_MS:
+        snprintf(buf, n, "%.3fms", us / 1e3);
+        break;
+    default:
+        snprintf(buf, n, "%.3fus", us);
+        break;
+    }
+}
+
+void tl_fmt_bytes(char *buf, size_t n, int64_t bytes)
+{
+    if (!buf || n == 0)
+        return;
+    const double kib = 1024.0, mib = kib * 1024, gib = mib * 1024;
+    double a = fabs((double)bytes);
+    if (a >= gib)
+        snprintf(buf, n, "%.2f GB", (double)bytes / gib);
+    else if (a >= mib)
+        snprintf(buf, n, "%.2f MB", (double)bytes / mib);
+    else if (a >= kib)
+        snprintf(buf, n, "%.2f KB", (double)bytes / kib);
+    else
+        snprintf(buf, n, "%lld B", (long long)bytes);
+}
+
+/* Text form of one cell into buf (not including indentation). */
+static void fmt_text_cell(char *buf, size_t n, const tl_cell *c, tl_coltype ty, tl_unit unit)
+{
+    if (!c->set) {
+        snprintf(buf, n, "-");
+        return;
+    }
+    switch (ty) {
+    case TL_COL_STR:
+        snprintf(buf, n, "%s", c->s ? c->s : "");
+        break;
+    case TL_COL_INT:
+        snprintf(buf, n, "%lld", (long long)c->i);
+        break;
+    case TL_COL_TIME:
+        tl_fmt_time(buf, n, c->i, unit);
+        break;
+    case TL_COL_PCT:
+        if (isfinite(c->d))
+            snprintf(buf, n, "%.2f%%", c->d);
+        else
+            snprintf(buf, n, "NaN");
+        break;
+    case TL_COL_BYTES:
+        tl_fmt_bytes(buf, n, c->i);
+        break;
+    case TL_COL_FLOAT:
+        if (isfinite(c->d))
+            snprintf(buf, n, "%.3f", c->d);
+        else
+            snprintf(buf, n, "NaN");
+        break;
+    case TL_COL_RATE:
+        if (isfinite(c->d))
+            snprintf(buf, n, "%.2f", c->d);
+        else
+            snprintf(buf, n, "NaN");
+        break;
+    }
+}
+
+/* Machine form of a set numeric cell (csv/json): plain numbers, times in microseconds. */
+static void fmt_number_cell(char *buf, size_t n, const tl_cell *c, tl_coltype ty)
+{
+    switch (ty) {
+    case TL_COL_INT:
+    case TL_COL_BYTES:
+        snprintf(buf, n, "%lld", (long long)c->i);
+        break;
+    case TL_COL_TIME:
+        /* Exact: ns / 1000 has at most three decimals. */
+        if (c->i % 1000 == 0)
+            snprintf(buf, n, "%lld", (long long)(c->i / 1000));
+        else
+            fmt_plain(buf, n, (double)c->i / 1e3, 3);
+        break;
+    case TL_COL_PCT:
+        fmt_plain(buf, n, c->d, 4);
+        break;
+    default:
+        fmt_plain(buf, n, c->d, 6);
+        break;
+    }
+}
+
+/* Does column c hold any indented text? Then csv/json carry an extra "<key>_level" field. */
+static int col_has_indent(const tl_table *t, int c)
+{
+    if (t->cols[c].type != TL_COL_STR)
+        return 0;
+    for (int r = 0; r < t->nrows; r++)
+        if (ccell_at(t, r, c)->indent > 0)
+            return 1;
+    return 0;
+}
+
+/* ---- text -------------------------------------------------------------------------------- */
+
+/* A line under construction; trailing blanks are cut before it is written. */
+typedef struct linebuf {
+    char *p;
+    size_t n, cap;
+} linebuf;
+
+static void lb_putn(linebuf *b, const char *s, size_t n)
+{
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (b->n + n + 1 > cap)
+            cap *= 2;
+        char *np = realloc(b->p, cap);
+        if (!np)
+            return;
+        b->p = np;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = '\0';
+}
+
+static void lb_pad(linebuf *b, char ch, int n)
+{
+    char tmp[64];
+    memset(tmp, ch, sizeof tmp);
+    while (n > 0) {
+        int k = n > (int)sizeof tmp ? (int)sizeof tmp : n;
+        lb_putn(b, tmp, (size_t)k);
+        n -= k;
+    }
+}
+
+static void lb_flush(linebuf *b, FILE *f)
+{
+    while (b->n > 0 && b->p[b->n - 1] == ' ')
+        b->n--;
+    if (b->n)
+        fwrite(b->p, 1, b->n, f);
+    fputc('\n', f);
+    b->n = 0;
+}
+
+/* Append s into a field of width w; control characters become blanks so a name holding a
+ * newline cannot break the layout; names wider than the field end in "...". */
+static void lb_field(linebuf *b, const char *s, int w, int left)
+{
+    int sw = disp_width(s);
+    size_t len = strlen(s);
+    int cut = 0;
+    if (sw > w) {
+        len = disp_prefix(s, w > 3 ? w - 3 : w);
+        sw = w;
+        cut = w > 3;
+    }
+    if (!left)
+        lb_pad(b, ' ', w - sw);
+    size_t start = b->n;
+    lb_putn(b, s, len);
+    for (size_t i = start; i < b->n; i++)
+        if ((unsigned char)b->p[i] < 0x20 || b->p[i] == 0x7f)
+            b->p[i] = ' ';
+    if (cut)
+        lb_putn(b, "...", 3);
+    if (left)
+        lb_pad(b, ' ', w - sw);
+}
+
+static void text_table(tl_out *o, const tl_table *t)
+{
+    FILE *f = o->f;
+    int nc = t->ncols, nr = t->nrows;
+    char **txt = calloc((size_t)(nr ? nr : 1) * (nc ? nc : 1), sizeof *txt);
+    int *w = calloc(nc ? (size_t)nc : 1, sizeof *w);
+    if (!txt || !w) {
+        free(txt);
+        free(w);
+        return;
+    }
+    for (int c = 0; c < nc; c++)
+        w[c] = disp_width(t->cols[c].title);
+    char buf[512];
+    for (int r = 0; r < nr; r++) {
+        for (int c = 0; c < nc; c++) {
+            const tl_cell *cell = ccell_at(t, r, c);
+            fmt_text_cell(buf, sizeof buf, cell, t->cols[c].type, o->unit);
+            int ind = cell->set && t->cols[c].type == TL_COL_STR ? cell->indent : 0;
+            if (ind > 20)
+                ind = 20;
+            char *s = malloc(strlen(buf) + (size_t)ind * 2 + 1);
+            if (s) {
+                memset(s, ' ', (size_t)ind * 2);
+                strcpy(s + ind * 2, buf);
+            }
+            txt[(size_t)r * nc + c] = s;
+            int cw = s ? disp_width(s) : 0;
+            if (t->cols[c].type == TL_COL_STR && cw > TL_TEXT_MAX_NAME)
+                cw = TL_TEXT_MAX_NAME;
+            if (cw > w[c])
+                w[c] = cw;
+        }
+    }
+    int total = 0;
+    for (int c = 0; c < nc; c++)
+        total += w[c] + (c ? 2 : 0);
+
+    linebuf b = {0};
+    if (o->ntables > 0)
+        fputc('\n', f);
+    /* Title centred in a rule as wide as the table ("-----Overview-----"). */
+    int tw = disp_width(t->title);
+    int rule = total > tw + 4 ? total : tw + 4;
+    lb_pad(&b, '-', (rule - tw) / 2);
+    lb_putn(&b, t->title, strlen(t->title));
+    lb_pad(&b, '-', rule - tw - (rule - tw) / 2);
+    lb_flush(&b, f);
+    if (o->unit != TL_UNIT_AUTO) {
+        for (int c = 0; c < nc; c++) {
+            if (t->cols[c].type == TL_COL_TIME) {
+                static const char *const names[] = {"auto", "ns", "us", "ms", "s"};
+                fprintf(f, "Time unit: %s\n", names[o->unit]);
+                break;
+            }
+        }
+    }
+    if (nc > 0) {
+        for (int c = 0; c < nc; c++) {
+            if (c)
+                lb_putn(&b, "  ", 2);
+            lb_field(&b, t->cols[c].title, w[c], t->cols[c].left);
+        }
+        lb_flush(&b, f);
+        for (int c = 0; c < nc; c++) {
+            if (c)
+                lb_putn(&b, "  ", 2);
+            lb_pad(&b, '-', w[c]);
+        }
+        lb_flush(&b, f);
+        for (int r = 0; r < nr; r++) {
+            for (int c = 0; c < nc; c++) {
+                if (c)
+                    lb_putn(&b, "  ", 2);
+                const char *s = txt[(size_t)r * nc + c];
+                lb_field(&b, s ? s : "", w[c], t->cols[c].left);
+            }
+            lb_flush(&b, f);
+        }
+        for (int c = 0; c < nc && nr > 0; c++) {
+            if (c)
+                lb_putn(&b, "  ", 2);
+            lb_pad(&b, '-', w[c]);
+        }
+        if (nr > 0)
+            lb_flush(&b, f);
+    }
+    for (int i = 0; i < t->nnotes; i++)
+        fprintf(f, "%s\n", t->notes[i]);
+    free(b.p);
+    for (size_t i = 0; i < (size_t)nr * nc; i++)
+        free(txt[i]);
+    free(txt);
+    free(w);
+}
+
+/* ---- csv --------------------------------------------------------------------------------- */
+
+static void csv_str(FILE *f, const char *s)
+{
+    if (!s)
+        s = "";
+    int quote = strpbrk(s, ",\"\r\n") != NULL || (*s && (s[0] == ' ' || s[strlen(s) - 1] == ' '));
+    if (!quote) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static void csv_table(tl_out *o, const tl_table *t)
+{
+    FILE *f = o->f;
+    if (o->ntables > 0)
+        fputc('\n', f);
+    fputs("# ", f);
+    for (const char *p = t->title; *p; p++)
+        fputc(*p == '\n' || *p == '\r' ? ' ' : *p, f);
+    fputc('\n', f);
+    int *lvl = calloc(t->ncols ? (size_t)t->ncols : 1, sizeof *lvl);
+    for (int c = 0; c < t->ncols; c++) {
+        if (lvl)
+            lvl[c] = col_has_indent(t, c);
+        if (c)
+            fputc(',', f);
+        csv_str(f, t->cols[c].key);
+        if (lvl && lvl[c]) {
+            fputc(',', f);
+            fprintf(f, "%s_level", t->cols[c].key);
+        }
+    }
+    fputc('\n', f);
+    char buf[128];
+    for (int r = 0; r < t->nrows; r++) {
+        for (int c = 0; c < t->ncols; c++) {
+            const tl_cell *cell = ccell_at(t, r, c);
+            if (c)
+                fputc(',', f);
+            if (cell->set) {
+                if (t->cols[c].type == TL_COL_STR) {
+                    csv_str(f, cell->s);
+                } else {
+                    fmt_number_cell(buf, sizeof buf, cell, t->cols[c].type);
+                    if (strcmp(buf, "null") != 0)
+                        fputs(buf, f);
+                }
+            }
+            if (lvl && lvl[c])
+                fprintf(f, ",%d", cell->indent);
+        }
+        fputc('\n', f);
+    }
+    free(lvl);
+}
+
+/* ---- json -------------------------------------------------------------------------------- */
+
+/* Length of the valid UTF-8 sequence at s, or 0 when the bytes there are not valid UTF-8. */
+static int utf8_len(const unsigned char *s)
+{
+    unsigned c = s[0];
+    int n;
+    unsigned min;
+    if (c < 0x80)
+        return 1;
+    if ((c & 0xE0) == 0xC0)
+        n = 2, min = 0x80;
+    else if ((c & 0xF0) == 0xE0)
+        n = 3, min = 0x800;
+    else if ((c & 0xF8) == 0xF0)
+        n = 4, min = 0x10000;
+    else
+        return 0;
+    unsigned cp = c & (0x7F >> n);
+    for (int i = 1; i < n; i++) {
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (s[i] & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+        return 0;
+    return n;
+}
+
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    const unsigned char *p = (const unsigned char *)(s ? s : "");
+    while (*p) {
+        unsigned char c = *p;
+        if (c == '"' || c == '\\') {
+            fputc('\\', f);
+            fputc(c, f);
+            p++;
+        } else if (c == '\n') {
+            fputs("\\n", f);
+            p++;
+        } else if (c == '\t') {
+            fputs("\\t", f);
+            p++;
+        } else if (c < 0x20 || c == 0x7f) {
+            fprintf(f, "\\u%04x", c);
+            p++;
+        } else if (c < 0x80) {
+            fputc(c, f);
+            p++;
+        } else {
+            int n = utf8_len(p);
+            if (n == 0) {
+                fputs("\\ufffd", f); /* invalid byte: keep the JSON valid */
+                p++;
+            } else {
+                fwrite(p, 1, (size_t)n, f);
+                p += n;
+            }
+        }
+    }
+    fputc('"', f);
+}
+
+static const char *type_name(tl_coltype ty)
+{
+    switch (ty) {
+    case TL_COL_STR:
+        return "str";
+    case TL_COL_INT:
+        return "int";
+    case TL_COL_TIME:
+        return "time_us";
+    case TL_COL_PCT:
+        return "pct";
+    case TL_COL_BYTES:
+        return "bytes";
+    case TL_COL_FLOAT:
+        return "float";
+    case TL_COL_RATE:
+        return "rate";
+    }
+    return "str";
+}
+
+static void json_table(tl_out *o, const tl_table *t)
+{
+    FILE *f = o->f;
+    struct tl_out_priv *pv = o->priv;
+    /* A key already used gets "_2", "_3", ... so that the object stays valid. */
+    char key[256];
+    snprintf(key, sizeof key, "%s", t->key);
+    if (pv) {
+        for (int k = 2;; k++) {
+            int dup = 0;
+            for (int i = 0; i < pv->nkeys; i++)
+                if (strcmp(pv->keys[i], key) == 0)
+                    dup = 1;
+            if (!dup)
+                break;
+            snprintf(key, sizeof key, "%s_%d", t->key, k);
+        }
+        char **nk = realloc(pv->keys, (size_t)(pv->nkeys + 1) * sizeof *nk);
+        if (nk) {
+            pv->keys = nk;
+            char *d = xstrdup(key);
+            if (d)
+                pv->keys[pv->nkeys++] = d;
+        }
+    }
+    fputs(o->ntables > 0 ? ",\n  " : "\n  ", f);
+    json_str(f, key);
+    fputs(": {\n    \"title\": ", f);
+    json_str(f, t->title);
+    fputs(",\n    \"columns\": [", f);
+    int *lvl = calloc(t->ncols ? (size_t)t->ncols : 1, sizeof *lvl);
+    for (int c = 0; c < t->ncols; c++) {
+        if (lvl)
+            lvl[c] = col_has_indent(t, c);
+        fputs(c ? ", {\"key\": " : "{\"key\": ", f);
+        json_str(f, t->cols[c].key);
+        fputs(", \"title\": ", f);
+        json_str(f, t->cols[c].title);
+        fprintf(f, ", \"type\": \"%s\"}", type_name(t->cols[c].type));
+    }
+    fputs("],\n    \"rows\": [", f);
+    char buf[128];
+    for (int r = 0; r < t->nrows; r++) {
+        fputs(r ? ",\n      {" : "\n      {", f);
+        for (int c = 0; c < t->ncols; c++) {
+            const tl_cell *cell = ccell_at(t, r, c);
+            if (c)
+                fputs(", ", f);
+            json_str(f, t->cols[c].key);
+            fputs(": ", f);
+            if (!cell->set) {
+                fputs("null", f);
+            } else if (t->cols[c].type == TL_COL_STR) {
+                json_str(f, cell->s);
+            } else {
+                fmt_number_cell(buf, sizeof buf, cell, t->cols[c].type);
+                fputs(buf, f);
+            }
+            if (lvl && lvl[c]) {
+                char lk[256];
+                snprintf(lk, sizeof lk, "%s_level", t->cols[c].key);
+                fputs(", ", f);
+                json_str(f, lk);
+                fprintf(f, ": %d", cell->indent);
+            }
+        }
+        fputc('}', f);
+    }
+    fputs(t->nrows ? "\n    ],\n    \"notes\": [" : "],\n    \"notes\": [", f);
+    for (int i = 0; i < t->nnotes; i++) {
+        if (i)
+            fputs(", ", f);
+        json_str(f, t->notes[i]);
+    }
+    fputs("]\n  }", f);
+    free(lvl);
+}
+
+/* ---- the output sequence ----------------------------------------------------------------- */
+
+void tl_out_begin(tl_out *o, FILE *f, tl_format fmt, tl_unit unit)
+{
+    memset(o, 0, sizeof *o);
+    o->f = f;
+    o->fmt = fmt;
+    o->unit = unit;
+    o->priv = calloc(1, sizeof *o->priv);
+    if (fmt == TL_FMT_JSON)
+        fputc('{', f);
+}
+
+void tl_out_table(tl_out *o, const tl_table *t)
+{
+    if (!o || !t || !o->f)
+        return;
+    switch (o->fmt) {
+    case TL_FMT_CSV:
+        csv_table(o, t);
+        break;
+    case TL_FMT_JSON:
+        json_table(o, t);
+        break;
+    default:
+        text_table(o, t);
+        break;
+    }
+    o->ntables++;
+}
+
+void tl_out_text(tl_out *o, const char *fmt, ...)
+{
+    if (!o || !o->f || o->fmt == TL_FMT_CSV)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = xvasprintf(fmt, ap);
+    va_end(ap);
+    if (!s)
+        return;
+    if (o->fmt == TL_FMT_TEXT) {
+        size_t n = strlen(s);
+        fputs(s, o->f);
+        if (n == 0 || s[n - 1] != '\n')
+            fputc('\n', o->f);
+        free(s);
+        return;
+    }
+    struct tl_out_priv *pv = o->priv;
+    char **nm = pv ? realloc(pv->msgs, (size_t)(pv->nmsgs + 1) * sizeof *nm) : NULL;
+    if (!nm) {
+        free(s);
+        return;
+    }
+    /* Messages are lines; a trailing newline is not part of the message. */
+    size_t n = strlen(s);
+    while (n > 0 && s[n - 1] == '\n')
+        s[--n] = '\0';
+    pv->msgs = nm;
+    pv->msgs[pv->nmsgs++] = s;
+}
+
+void tl_out_end(tl_out *o)
+{
+    if (!o)
+        return;
+    struct tl_out_priv *pv = o->priv;
+    if (o->fmt == TL_FMT_JSON && o->f) {
+        if (pv && pv->nmsgs > 0) {
+            fputs(o->ntables > 0 ? ",\n  \"messages\": [" : "\n  \"messages\": [", o->f);
+            for (int i = 0; i < pv->nmsgs; i++) {
+                if (i)
+                    fputs(", ", o->f);
+                json_str(o->f, pv->msgs[i]);
+            }
+            fputc(']', o->f);
+        }
+        fputs(o->ntables > 0 || (pv && pv->nmsgs > 0) ? "\n}\n" : "}\n", o->f);
+    }
+    if (pv) {
+        for (int i = 0; i < pv->nmsgs; i++)
+            free(pv->msgs[i]);
+        free(pv->msgs);
+        for (int i = 0; i < pv->nkeys; i++)
+            free(pv->keys[i]);
+        free(pv->keys);
+        free(pv);
+    }
+    o->priv = NULL;
+    if (o->f)
+        fflush(o->f);
+}

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# demo_rmsnorm_both: `tally demo --rmsnorm both` profiles the unfused and the fused RMSNorm on
+# the same model, leaves one trace for each, and ends with a comparison line whose per-call
+# times come from the traces. Five passes over the tensor instead of one must cost more.
+set -euo pipefail
+: "${TALLY:?path of the tally binary}"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "demo_rmsnorm_both: $*" >&2; exit 1; }
+
+"$TALLY" demo --steps 2 --rmsnorm both --layers 1 --dim 128 --heads 4 --kv-heads 2 --ffn 128 \
+  --seq 64 --batch 2 --vocab 128 --text-bytes 64 -o "$work/out" >"$work/out.txt" 2>"$work/err.txt" ||
+  { cat "$work/err.txt" >&2; fail "tally demo failed"; }
+[ -s "$work/out/demo-unfused.tally" ] || fail "no unfused trace"
+[ -s "$work/out/demo-fused.tally" ] || fail "no fused trace"
+line=$(grep -m1 "^rmsnorm per call:" "$work/out.txt") || { cat "$work/out.txt" >&2; fail "no comparison line"; }
+# 3 rmsnorm calls per forward (2 per layer + final) x 2 steps, in each variant
+echo "$line" | grep -q "(6 calls), fused .* (6 calls)" || fail "unexpected call counts: $line"
+ratio=$(echo "$line" | sed -E 's/.*unfused\/fused = ([0-9.]+)x.*/\1/')
+awk -v r="$ratio" 'BEGIN { exit !(r > 1.0) }' || fail "unfused not slower than fused: $line"
+# --format json with both: one JSON document on stdout, an array of the two reports.
+"$TALLY" demo --steps 1 --rmsnorm both --layers 1 --dim 64 --heads 4 --kv-heads 2 --ffn 64 \
+  --seq 16 --batch 1 --vocab 64 --text-bytes 16 -o "$work/out2" --format json \
+  >"$work/both.json" 2>/dev/null || fail "tally demo --rmsnorm both --format json failed"
+python3 - "$work/both.json" <<'PY' || fail "--format json with both is not one JSON array of two reports"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert isinstance(d, list) and len(d) == 2 and all("model" in r for r in d)
+PY
+echo "demo_rmsnorm_both: ok ($line)"

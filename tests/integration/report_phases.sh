@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# report_phases.sh — `tally report` and `tally export` on a trace whose phase durations are
+# known by construction (prog_report_phases.c), and their error paths.
+#
+# Checks: Model per-step rows within tolerance of the busy-waits and adding up exactly to the
+# step; Overview ratios of the phases and Other summing to 100; Perf throughput = 16 samples per
+# step; the summary printed on stderr by the default trace-ready handler; json/csv parse; the
+# export reads back with the same numbers; exit status 2 for usage errors and 1 for bad files.
+set -euo pipefail
+
+: "${TALLY:?}" "${BUILD:?}"
+PROG="$BUILD/tests/prog_report_phases"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+"$PROG" "$work" 2>"$work/stderr.txt"
+grep -q "Overview" "$work/stderr.txt" || { echo "no summary on stderr"; cat "$work/stderr.txt"; exit 1; }
+trace=$(ls "$work"/phases*.tally | head -1)
+[ -f "$trace" ] || { echo "no .tally file"; exit 1; }
+
+"$TALLY" report "$trace" --views overview,model,perf,ranges --format json >"$work/r.json"
+python3 - "$work/r.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+tol = 1500.0  # us: a busy-wait on a shared 2-core machine can be preempted
+steps = [row for row in r["model_steps"]["rows"] if row["step"] != "Average"]
+full = [s for s in steps if s["step_us"] > 15000]
+assert len(full) == 4, steps
+want = {"dataloader_us": 2000, "forward_us": 6000, "backward_us": 8000,
+        "optimization_us": 3000, "other_us": 1000}
+for s in full:
+    for k, v in want.items():
+        assert abs(s[k] - v) < tol, (k, s[k], v)
+    parts = sum(s[k] for k in want)
+    assert abs(parts - s["step_us"]) < 0.002, (parts, s["step_us"])  # adds up exactly
+ov = {row["type"]: row for row in r["overview"]["rows"]}
+total = sum(ov[k]["ratio_pct"] for k in ("Dataloader", "Forward", "Backward", "Optimization", "Other"))
+assert abs(total - 100.0) < 1e-6, total
+assert ov["Forward"]["calls"] == 8  # the nested forward is a call of its own in the union
+m = {row["name"]: row for row in r["model"]["rows"]}
+assert m["Forward"]["calls"] == 4, m["Forward"]  # ... but the Model counts the outermost only
+ips = r["perf_ips"]["rows"][0]
+assert ips["unit"].endswith("/s")
+if ips["unit"] != "steps/s":
+    assert ips["samples"] >= 64, ips
+    assert abs(ips["avg"] - 16 / 0.020) < 16 / 0.020 * 0.2, ips
+rng = {row["name"]: row for row in r["ranges"]["rows"]}
+assert rng["attn"]["calls"] == 4 and abs(rng["attn"]["avg_us"] - 2000) < tol, rng["attn"]
+PY
+
+# csv: one header per table, plain numbers
+"$TALLY" report "$trace" --views perf --format csv >"$work/r.csv"
+grep -q '^name,steps,avg_us,max_us,min_us,total_us,ratio_pct$' "$work/r.csv"
+
+# text: the default report works and lines up (every table's rule is as wide as its header)
+"$TALLY" report "$trace" >"$work/r.txt"
+grep -q "Model Summary" "$work/r.txt"
+
+# export and read back: same step times
+"$TALLY" export "$trace" -o "$work/t.json.gz"
+"$TALLY" report "$work/t.json.gz" --views model --format json >"$work/r2.json"
+python3 - "$work/r.json" "$work/r2.json" <<'PY'
+import json, sys
+a = json.load(open(sys.argv[1]))["model_steps"]["rows"]
+b = json.load(open(sys.argv[2]))["model_steps"]["rows"]
+assert [round(x["step_us"]) for x in a] == [round(x["step_us"]) for x in b], (a, b)
+PY
+
+# usage errors: exit 2; bad input: exit 1; one line on stderr
+expect() {
+    local want=$1; shift
+    set +e; "$@" >/dev/null 2>"$work/err.txt"; local got=$?; set -e
+    if [ "$got" != "$want" ]; then echo "exit $got, expected $want: $*"; cat "$work/err.txt"; exit 1; fi
+    [ "$(wc -l <"$work/err.txt")" -ge 1 ] || { echo "no error message: $*"; exit 1; }
+}
+expect 2 "$TALLY" report "$trace" --views overview,nonsense
+expect 2 "$TALLY" report "$trace" --views ranges --sort nonsense
+expect 2 "$TALLY" report "$trace" --format xml
+expect 2 "$TALLY" report "$trace" --unit minutes
+expect 2 "$TALLY" report "$trace" --bogus
+expect 2 "$TALLY" report
+expect 1 "$TALLY" report "$work/does-not-exist.tally"
+printf '{"traceEvents": [ {"ph": "X", "ts": 1, ' >"$work/bad.json"
+expect 1 "$TALLY" report "$work/bad.json"
+expect 2 "$TALLY" export "$trace"
+expect 1 "$TALLY" export "$work/bad.json" -o "$work/x.json"
+"$TALLY" report --help | grep -q -- "--views"
+"$TALLY" export --help | grep -q -- "-o"
+echo "report_phases: ok"

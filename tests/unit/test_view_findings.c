@@ -1,0 +1,218 @@
+/* test_view_findings.c — findings triggered by construction, ranked by time at stake, and
+ * silent on a healthy trace. */
+#include "insight_fixture.h"
+#include "testlib.h"
+
+/* Row whose finding starts with prefix, or -1. */
+static int finding_row(const tl_table *tab, const char *prefix)
+{
+    for (int r = 0; r < tab->nrows; r++)
+        if (!strncmp(fx_s(tab, r, "finding"), prefix, strlen(prefix)))
+            return r;
+    return -1;
+}
+
+static void dump(const tl_table *tab)
+{
+    tl_out out;
+    tl_out_begin(&out, stderr, TL_FMT_TEXT, TL_UNIT_AUTO);
+    tl_out_table(&out, tab);
+    tl_out_end(&out);
+}
+
+/*
+ * The second seed's decode step: [0, 10 ms). "build_batched_past" [0, 8 ms) launches 200
+ * kernels of 2 us (aten::zeros / aten::cat alternately), one every 40 us, each 20 us after its
+ * launch call: the GPU waits 38 us on the host before each. "model.forward" [8, 10 ms) launches
+ * aten::mm's 1 ms kernel at 8.5 ms. A pageable 100 us copy at 9.6 ms behind a 200 us
+ * cudaMemcpyAsync. Busy = 200 x 2 us + 1 ms + 100 us = 1.5 ms: GPU idle 85% (8.5 ms).
+ * Host wait = 199 x 38 us + (8.5 ms - 7.982 ms) + (9.6 - 9.5 ms) = 8.180 ms.
+ */
+static void build_seed(tl_trace *t)
+{
+    tl_trace_init(t);
+    uint32_t th = tl_trace_track(t, TL_TRACK_THREAD, 1, 1, -1);
+    uint32_t st = tl_trace_track(t, TL_TRACK_STREAM, 1, 7, 0);
+    fx_ev(t, th, TL_CAT_STEP, "ProfilerStep#1", 0, 10 * MS);
+    fx_ev(t, th, TL_CAT_USER, "build_batched_past", 0, 8 * MS);
+    for (int i = 0; i < 200; i++) {
+        int64_t t0 = i * 40 * US;
+        fx_ev(t, th, TL_CAT_OPERATOR, i % 2 ? "aten::cat" : "aten::zeros", t0, 15 * US);
+        fx_launch(t, th, st, i % 2 ? "CatArrayBatchedCopy" : "fill_kernel", t0 + 1 * US,
+                  t0 + 20 * US, 2 * US, 1 + i);
+    }
+    fx_ev(t, th, TL_CAT_USER, "model.forward", 8 * MS, 2 * MS);
+    fx_ev(t, th, TL_CAT_OPERATOR, "aten::mm", 8490 * US, 20 * US);
+    fx_launch(t, th, st, "sgemm", 8490 * US, 8500 * US, 1 * MS, 1000);
+    fx_ev(t, th, TL_CAT_RUNTIME, "cudaMemcpyAsync", 9550 * US, 200 * US)->corr = 1001;
+    tl_event *cp =
+        fx_ev(t, st, TL_CAT_MEMCPY, "Memcpy HtoD (Pageable -> Device)", 9600 * US, 100 * US);
+    cp->corr = 1001;
+    cp->flags = TL_EV_PAGEABLE;
+    cp->value = 4 << 20;
+    CHECK_EQ_INT(tl_trace_finish(t), 0);
+}
+
+TEST(seed_trace_findings_ranked_by_time_at_stake)
+{
+    tl_trace t;
+    build_seed(&t);
+    tl_error err = {{0}};
+    tl_table *tab = tl_view_findings(&t, NULL, &err);
+    CHECK(tab != NULL);
+    if (!tab)
+        return;
+    int idle = finding_row(tab, "GPU idle 85% of the step time");
+    int launch = finding_row(tab, "Launch-bound in build_batched_past: 100% of kernels < 10 us");
+    int dom = finding_row(tab, "aten::mm takes");
+    int copy = finding_row(tab, "1 pageable copy blocks the host");
+    CHECK_EQ_INT(idle, 0);
+    CHECK_EQ_INT(launch, 1);
+    CHECK_EQ_INT(dom, 2);
+    CHECK_EQ_INT(copy, 3);
+    CHECK_EQ_INT(tab->nrows, 4);
+    CHECK_EQ_INT(fx_i(tab, idle, "at_stake_us"), 8500 * US);
+    CHECK_EQ_INT(fx_i(tab, launch, "at_stake_us"), 8180 * US);
+    CHECK_EQ_INT(fx_i(tab, dom, "at_stake_us"), 1 * MS);
+    CHECK_EQ_INT(fx_i(tab, copy, "at_stake_us"), 200 * US);
+    CHECK_EQ_INT(fx_i(tab, 0, "rank"), 1);
+    CHECK(strstr(fx_s(tab, launch, "evidence"), "200/201 kernels short; avg 6.9") != NULL);
+    if (test_failures)
+        dump(tab);
+    tl_table_free(tab);
+
+    tl_view_opts o = {0};
+    o.top = 2;
+    tab = tl_view_findings(&t, &o, &err);
+    CHECK(tab && tab->nrows == 2);
+    tl_table_free(tab);
+    tl_trace_free(&t);
+}
+
+/* 10 ms step, four operators each launching one 2.4 ms kernel back to back from 0.2 ms:
+ * GPU busy 96%, no short kernels, no gaps, no copies, no operator above 25%. */
+TEST(healthy_trace_has_no_findings)
+{
+    tl_trace t;
+    tl_trace_init(&t);
+    uint32_t th = tl_trace_track(&t, TL_TRACK_THREAD, 1, 1, -1);
+    uint32_t st = tl_trace_track(&t, TL_TRACK_STREAM, 1, 7, 0);
+    fx_ev(&t, th, TL_CAT_STEP, "ProfilerStep#1", 0, 10 * MS);
+    const char *ops[] = {"aten::mm", "aten::conv2d", "aten::bmm", "aten::addmm"};
+    for (int i = 0; i < 4; i++) {
+        fx_ev(&t, th, TL_CAT_OPERATOR, ops[i], i * 20 * US, 15 * US);
+        fx_launch(&t, th, st, ops[i], i * 20 * US + 1 * US, 200 * US + i * 2400 * US, 2400 * US,
+                  i + 1);
+    }
+    CHECK_EQ_INT(tl_trace_finish(&t), 0);
+    tl_error err = {{0}};
+    tl_table *tab = tl_view_findings(&t, NULL, &err);
+    CHECK(tab != NULL);
+    if (tab) {
+        CHECK_EQ_INT(tab->nrows, 0);
+        CHECK(tab->nnotes == 1);
+        if (tab->nrows)
+            dump(tab);
+        tl_table_free(tab);
+    }
+    tl_trace_free(&t);
+}
+
+/* CPU only: two 10 ms steps, each waiting 4 ms in the DataLoader, then four 1.5 ms ops. */
+TEST(cpu_only_dataloader_bound)
+{
+    tl_trace t;
+    tl_trace_init(&t);
+    uint32_t th = tl_trace_track(&t, TL_TRACK_THREAD, 1, 1, -1);
+    for (int s = 0; s < 2; s++) {
+        int64_t b = s * 10 * MS;
+        fx_ev(&t, th, TL_CAT_STEP, s ? "ProfilerStep#2" : "ProfilerStep#1", b, 10 * MS);
+        fx_ev(&t, th, TL_CAT_USER, "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", b,
+              4 * MS);
+        const char *ops[] = {"aten::conv2d", "aten::relu", "aten::add", "aten::mul"};
+        for (int i = 0; i < 4; i++)
+            fx_ev(&t, th, TL_CAT_OPERATOR, ops[i], b + 4 * MS + i * 1500 * US, 1500 * US);
+    }
+    CHECK_EQ_INT(tl_trace_finish(&t), 0);
+    tl_error err = {{0}};
+    tl_table *tab = tl_view_findings(&t, NULL, &err);
+    CHECK(tab != NULL);
+    if (!tab)
+        return;
+    CHECK_EQ_INT(tab->nrows, 1);
+    CHECK_STR(fx_s(tab, 0, "finding"), "Data loading takes 40% of the step time");
+    CHECK_EQ_INT(fx_i(tab, 0, "at_stake_us"), 8 * MS);
+    CHECK_STR(fx_s(tab, 0, "evidence"), "4 ms of 10 ms per step waiting for the next batch");
+    if (tab->nrows != 1)
+        dump(tab);
+    tl_table_free(tab);
+    tl_trace_free(&t);
+}
+
+/* CPU only, no operators: one user range dominating the self time. */
+TEST(cpu_only_range_dominating)
+{
+    tl_trace t;
+    tl_trace_init(&t);
+    uint32_t th = tl_trace_track(&t, TL_TRACK_THREAD, 1, 1, -1);
+    fx_ev(&t, th, TL_CAT_USER, "attention", 0, 6 * MS);
+    fx_ev(&t, th, TL_CAT_USER, "mlp", 6 * MS, 2 * MS);
+    fx_ev(&t, th, TL_CAT_USER, "norm", 8 * MS, 2 * MS);
+    CHECK_EQ_INT(tl_trace_finish(&t), 0);
+    tl_error err = {{0}};
+    tl_table *tab = tl_view_findings(&t, NULL, &err);
+    CHECK(tab != NULL);
+    if (!tab)
+        return;
+    CHECK_EQ_INT(tab->nrows, 1);
+    CHECK_STR(fx_s(tab, 0, "finding"), "attention takes 60% of range self time");
+    CHECK_EQ_INT(fx_i(tab, 0, "at_stake_us"), 6 * MS);
+    tl_table_free(tab);
+    tl_trace_free(&t);
+}
+
+/* Exposed communication and a long gap: the NCCL layout of test_view_distributed. */
+TEST(exposed_communication_and_long_gap)
+{
+    tl_trace t;
+    tl_trace_init(&t);
+    uint32_t th = tl_trace_track(&t, TL_TRACK_THREAD, 1, 1, -1);
+    uint32_t s7 = tl_trace_track(&t, TL_TRACK_STREAM, 1, 7, 0);
+    uint32_t s9 = tl_trace_track(&t, TL_TRACK_STREAM, 1, 9, 0);
+    fx_ev(&t, th, TL_CAT_STEP, "ProfilerStep#1", 0, 30 * MS);
+    fx_launch(&t, th, s7, "volta_sgemm_128x64_nn", 5 * MS, 6 * MS, 8 * MS, 1);
+    fx_launch(&t, th, s9, "ncclKernel_AllReduce_RING_LL_Sum_float", 9500 * US, 10 * MS, 10 * MS, 2);
+    fx_ev(&t, th, TL_CAT_USER, "optimizer.zero_grad", 20 * MS, 3 * MS);
+    fx_launch(&t, th, s9, "ncclKernel_Broadcast", 22 * MS, 25 * MS, 1 * MS, 3);
+    CHECK_EQ_INT(tl_trace_finish(&t), 0);
+    tl_error err = {{0}};
+    tl_table *tab = tl_view_findings(&t, NULL, &err);
+    CHECK(tab != NULL);
+    if (!tab)
+        return;
+    /* comm = [10,20) + [25,26) = 11 ms; compute [6,14): exposed 7 ms of 30 = 23% */
+    int r = finding_row(tab, "Communication not overlapped: 23% of the step time");
+    CHECK(r >= 0);
+    CHECK_EQ_INT(fx_i(tab, r, "at_stake_us"), 7 * MS);
+    /* stream 9 idle from 20 to 25 ms, host in optimizer.zero_grad at first */
+    r = finding_row(tab, "1 GPU gap >= 1 ms (longest 5 ms)");
+    CHECK(r >= 0);
+    CHECK_EQ_INT(fx_i(tab, r, "at_stake_us"), 5 * MS);
+    CHECK_STR(fx_s(tab, r, "evidence"),
+              "longest at +20 ms, stream 9, host wait, host in optimizer.zero_grad");
+    CHECK_EQ_INT(tab->nrows, 3); /* and no "dominating" range: only one launched kernels */
+    if (test_failures)
+        dump(tab);
+    tl_table_free(tab);
+    tl_trace_free(&t);
+}
+
+int main(void)
+{
+    RUN(seed_trace_findings_ranked_by_time_at_stake);
+    RUN(healthy_trace_has_no_findings);
+    RUN(cpu_only_dataloader_bound);
+    RUN(cpu_only_range_dominating);
+    RUN(exposed_communication_and_long_gap);
+    return test_summary();
+}

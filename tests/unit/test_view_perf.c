@@ -1,0 +1,103 @@
+/*
+ * test_view_perf.c — the Perf summary: batch and reader cost avg/max/min over every step,
+ * reader ratio, and throughput in samples/s or steps/s.
+ */
+#include "testlib.h"
+#include "views_fixture.h"
+
+#include <stdlib.h>
+
+TEST(perf_costs)
+{
+    tl_trace t;
+    fx_training(&t);
+    tl_table *tab = tl_view_perf(&t, NULL, NULL);
+    CHECK(tab != NULL);
+    if (!tab)
+        return;
+    CHECK_EQ_INT(fx_time(tab, "batch_cost", "avg_us"), MS(100));
+    CHECK_EQ_INT(fx_time(tab, "batch_cost", "max_us"), MS(120));
+    CHECK_EQ_INT(fx_time(tab, "batch_cost", "min_us"), MS(80));
+    CHECK_EQ_INT(fx_time(tab, "batch_cost", "total_us"), MS(300));
+    CHECK_EQ_INT(fx_cell(tab, 0, "steps")->i, 3);
+    /* reader: 10, 30, and [220,230) ∪ [222,228) = 10 */
+    CHECK_EQ_INT(fx_time(tab, "reader_cost", "avg_us"), MS(50) / 3);
+    CHECK_EQ_INT(fx_time(tab, "reader_cost", "max_us"), MS(30));
+    CHECK_EQ_INT(fx_time(tab, "reader_cost", "min_us"), MS(10));
+    CHECK_NEAR(fx_cell(tab, fx_row(tab, 0, "reader_cost"), "ratio_pct")->d, 100.0 * 50 / 300, 1e-9);
+    const tl_table *ips = tab->next;
+    CHECK(ips != NULL);
+    if (ips) {
+        /* steps/s: 3 steps in 0.3 s; per step 1/0.08 and 1/0.12 */
+        CHECK_STR(ips->cells[0].s, "steps/s");
+        CHECK_NEAR(fx_cell(ips, 0, "avg")->d, 10.0, 1e-9);
+        CHECK_NEAR(fx_cell(ips, 0, "max")->d, 12.5, 1e-9);
+        CHECK_NEAR(fx_cell(ips, 0, "min")->d, 1 / 0.12, 1e-9);
+    }
+    tl_table_free(tab);
+    tl_trace_free(&t);
+}
+
+TEST(perf_samples_throughput)
+{
+    tl_trace t;
+    fx_training(&t);
+    t.step_samples = malloc(3 * sizeof *t.step_samples);
+    t.step_samples[0] = 32;
+    t.step_samples[1] = 32;
+    t.step_samples[2] = 16;
+    t.nsteps_samples = 3;
+    t.samples_unit = tl_intern(&t.strings, "tokens", 6);
+    tl_table *tab = tl_view_perf(&t, NULL, NULL);
+    const tl_table *ips = tab ? tab->next : NULL;
+    CHECK(ips != NULL);
+    if (ips) {
+        CHECK_STR(ips->cells[0].s, "tokens/s");
+        CHECK_NEAR(fx_cell(ips, 0, "avg")->d, 80 / 0.3, 1e-6);
+        CHECK_NEAR(fx_cell(ips, 0, "max")->d, 320.0, 1e-6); /* 32 in 0.1 s */
+        CHECK_NEAR(fx_cell(ips, 0, "min")->d, 200.0, 1e-6); /* 16 in 0.08 s */
+        CHECK_EQ_INT(fx_cell(ips, 0, "samples")->i, 80);
+    }
+    tl_table_free(tab);
+    tl_trace_free(&t);
+}
+
+TEST(perf_without_steps)
+{
+    tl_trace t;
+    tl_trace_init(&t);
+    uint32_t a = tl_trace_track(&t, TL_TRACK_THREAD, 1, 1, -1);
+    fx_event(&t, a, TL_CAT_DATALOADER, "load", 0, 10, 0);
+    tl_trace_finish(&t);
+    tl_table *tab = tl_view_perf(&t, NULL, NULL);
+    CHECK(tab != NULL);
+    if (tab) {
+        CHECK_EQ_INT(tab->nrows, 0);
+        CHECK(tab->nnotes == 1);
+    }
+    tl_table_free(tab);
+    tl_trace_free(&t);
+}
+
+TEST(perf_without_reader)
+{
+    tl_trace t;
+    fx_gpu(&t);
+    tl_table *tab = tl_view_perf(&t, NULL, NULL);
+    CHECK(tab != NULL);
+    if (tab) {
+        CHECK_EQ_INT(tab->nrows, 1);
+        CHECK_EQ_INT(fx_row(tab, 0, "reader_cost"), -1);
+    }
+    tl_table_free(tab);
+    tl_trace_free(&t);
+}
+
+int main(void)
+{
+    RUN(perf_costs);
+    RUN(perf_samples_throughput);
+    RUN(perf_without_steps);
+    RUN(perf_without_reader);
+    return test_summary();
+}
