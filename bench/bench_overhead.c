@@ -5,6 +5,8 @@
  *   tsc2        two back-to-back TSC reads: the floor of any TSC-stamped begin+end
  *   push+pop    a TALLY_PUSH/TALLY_POP pair while recording, 1 thread
  *   push+pop x2 the same on 2 threads at once (each thread's own time per pair)
+ *   ... CPU    the same two, in each thread's own CPU time (CLOCK_THREAD_CPUTIME_ID): leaves out
+ *               the time a thread waited for a core (the writer thread needs one too)
  *   begin+end   a tally_begin/tally_end pair (handles) while recording
  *   off         a push+pop pair while a session runs but the window is closed (per call: /2)
  *   before      a push+pop pair before tally_start (counted as calls outside; per call: /2)
@@ -59,15 +61,32 @@ __attribute__((noinline)) static double loop_tsc2(void)
     return t;
 }
 
-__attribute__((noinline)) static double loop_pushpop(void)
+static double cpu_now(void)
 {
-    double t0 = now();
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+/* wall ns per pair; *cpu (if given): the thread's own CPU ns per pair (time it was preempted,
+ * e.g. by the writer thread on a machine with few cores, left out) */
+__attribute__((noinline)) static double loop_pushpop_cpu(double *cpu)
+{
+    double c0 = cpu_now(), t0 = now();
     for (long i = 0; i < N; i++) {
         tally_push(&loc);
         __asm__ __volatile__("" ::: "memory");
         tally_pop();
     }
-    return (now() - t0) / (double)N;
+    double t = (now() - t0) / (double)N;
+    if (cpu)
+        *cpu = (cpu_now() - c0) / (double)N;
+    return t;
+}
+
+static double loop_pushpop(void)
+{
+    return loop_pushpop_cpu(NULL);
 }
 
 __attribute__((noinline)) static double loop_beginend(void)
@@ -82,7 +101,7 @@ __attribute__((noinline)) static double loop_beginend(void)
 }
 
 static pthread_barrier_t bar;
-static double thread_result[2];
+static double thread_result[2], thread_cpu[2];
 
 static void *thread_main(void *arg)
 {
@@ -90,11 +109,11 @@ static void *thread_main(void *arg)
     tally_push(&loc); /* first use: thread state and buffer, outside the timing */
     tally_pop();
     pthread_barrier_wait(&bar);
-    thread_result[id] = loop_pushpop();
+    thread_result[id] = loop_pushpop_cpu(&thread_cpu[id]);
     return NULL;
 }
 
-static double two_threads(void)
+static double two_threads(double *cpu)
 {
     pthread_t th[2];
     pthread_barrier_init(&bar, NULL, 2);
@@ -103,6 +122,7 @@ static double two_threads(void)
     for (int i = 0; i < 2; i++)
         pthread_join(th[i], NULL);
     pthread_barrier_destroy(&bar);
+    *cpu = (thread_cpu[0] + thread_cpu[1]) / 2;
     return (thread_result[0] + thread_result[1]) / 2;
 }
 
@@ -170,15 +190,15 @@ int main(int argc, char **argv)
     snprintf(dir, sizeof dir, "/tmp/tally-bench-overhead-%d", (int)getpid());
     mkdir(dir, 0755);
 
-    double tsc2[100], pp[100], pp2[100], be[100], off[100], before[100];
+    double tsc2[100], pp[100], pp2[100], be[100], off[100], before[100], ppc[100], pp2c[100];
     for (int r = 0; r < ROUNDS; r++) {
         tsc2[r] = loop_tsc2();
         before[r] = loop_pushpop() / 2;
 
         start(0);
         loop_pushpop(); /* warm: buffers touched, thread state made */
-        pp[r] = loop_pushpop();
-        pp2[r] = two_threads();
+        pp[r] = loop_pushpop_cpu(&ppc[r]);
+        pp2[r] = two_threads(&pp2c[r]);
         be[r] = loop_beginend();
         tally_stop();
 
@@ -188,12 +208,17 @@ int main(int argc, char **argv)
     }
     stat3 a = summarize(tsc2, ROUNDS), b = summarize(pp, ROUNDS), c = summarize(pp2, ROUNDS);
     stat3 d = summarize(be, ROUNDS), e = summarize(off, ROUNDS), f = summarize(before, ROUNDS);
+    stat3 g = summarize(ppc, ROUNDS), h = summarize(pp2c, ROUNDS);
     printf("bench_overhead: %ld pairs x %d rounds, medians [min-max], ns\n", N, ROUNDS);
     printf("  %-28s %7.2f [%.2f-%.2f]\n", "two TSC reads (pair floor)", a.med, a.min, a.max);
     printf("  %-28s %7.2f [%.2f-%.2f]   %.2fx tsc2 (target <= 1.5x)\n", "push+pop, 1 thread", b.med,
            b.min, b.max, b.med / a.med);
     printf("  %-28s %7.2f [%.2f-%.2f]   %+.1f%% vs 1 thread (target within 10%%)\n",
            "push+pop, 2 threads", c.med, c.min, c.max, 100.0 * (c.med - b.med) / b.med);
+    printf("  %-28s %7.2f [%.2f-%.2f]   thread CPU time per pair\n", "push+pop, 1 thread, CPU",
+           g.med, g.min, g.max);
+    printf("  %-28s %7.2f [%.2f-%.2f]   %+.1f%% vs 1 thread, CPU time\n",
+           "push+pop, 2 threads, CPU", h.med, h.min, h.max, 100.0 * (h.med - g.med) / g.med);
     printf("  %-28s %7.2f [%.2f-%.2f]   %.2fx tsc2\n", "begin+end (handles)", d.med, d.min, d.max,
            d.med / a.med);
     printf("  %-28s %7.2f [%.2f-%.2f]   per call (target <= 2)\n", "call, window closed", e.med,

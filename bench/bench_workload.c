@@ -86,6 +86,31 @@ static int run_round(llama_model *m, int profiled, int steps, const char *dir, d
     return 0;
 }
 
+/* ns per push+pop pair in a tight loop inside a session, with a shape argument like the
+ * workload's operator ranges (the dearer kind): what one recorded range costs here. */
+static double pair_cost_ns(const char *dir)
+{
+    enum { PAIRS = 200000 };
+    tally_config tc;
+    memset(&tc, 0, sizeof tc);
+    tc.output_dir = dir;
+    tc.name = "bench-workload-pairs-{pid}";
+    tc.write = TALLY_WRITE_TALLY;
+    tc.quiet = 1;
+    tc.on_trace_ready = on_ready;
+    if (tally_start(&tc) != 0)
+        return -1;
+    double t0 = now_s();
+    for (int i = 0; i < PAIRS; i++) {
+        TALLY_PUSH_ARG("pair", TALLY_OPERATOR, "[[4, 128, 256], [704, 256]]");
+        __asm__ __volatile__("" ::: "memory");
+        TALLY_POP();
+    }
+    double dt = now_s() - t0;
+    tally_stop();
+    return 1e9 * dt / PAIRS;
+}
+
 int main(int argc, char **argv)
 {
     llama_config cfg;
@@ -177,6 +202,11 @@ int main(int argc, char **argv)
     printf("%-12s %12.3f %12.3f %12.3f\n", "profiled", 1e3 * mq, 1e3 * sum_prof / n,
            1e3 * min_prof);
     printf("records per profiled step: %.0f\n", (double)records / n);
+    double pair_ns = pair_cost_ns(dir), per_step = (double)records / n;
+    printf("push_arg+pop pair while recording (shape argument): %.1f ns\n", pair_ns);
+    printf("estimated cost of the records: %.0f pairs/step x %.1f ns = %.1f us/step = %.4f%%\n",
+           per_step / 2, pair_ns, per_step / 2 * pair_ns * 1e-3,
+           100.0 * per_step / 2 * pair_ns * 1e-9 / mp);
     printf("overhead, medians: profiled / unprofiled - 1 = %+.2f%%\n", 100.0 * (mq / mp - 1.0));
     printf("overhead, paired:  median over rounds of (profiled / unprofiled - 1) = %+.2f%%  "
            "(target <= 3%%)\n",

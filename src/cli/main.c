@@ -115,7 +115,7 @@ int main(int argc, char **argv)
 
 const char *cli_libtally_path(void)
 {
-    static char path[PATH_MAX];
+    static char path[PATH_MAX + 64];
     char self[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     if (n > 0) {

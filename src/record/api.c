@@ -22,8 +22,10 @@
 #include <string.h>
 
 TALLY_API volatile int tally__recording;
+/* The same variable under a hidden name: loaded without going through the GOT. */
+extern volatile int tally__gate __attribute__((alias("tally__recording"), visibility("hidden")));
 
-#define GATE() __atomic_load_n(&tally__recording, __ATOMIC_RELAXED)
+#define GATE() __atomic_load_n(&tally__gate, __ATOMIC_RELAXED)
 #define RLX    memory_order_relaxed
 
 /* A handle returned while not recording: ending it is neither recorded nor an error. */
@@ -60,8 +62,10 @@ static inline void sync_epoch(tally__tstate *ts)
 static inline tally__rec *claim(tally__tstate *ts, uint32_t n)
 {
     tally__rec *p = atomic_load_explicit(&ts->pos, RLX);
-    if (TALLY__UNLIKELY((uintptr_t)atomic_load_explicit(&ts->end, RLX) - (uintptr_t)p <
-                        (uintptr_t)n * sizeof(tally__rec)))
+    /* signed: a thread without a buffer (pos == end == NULL), or one whose buffer was taken away
+     * at stop while it was inside a call (end == NULL, pos not), both go to refill */
+    if (TALLY__UNLIKELY((intptr_t)((uintptr_t)atomic_load_explicit(&ts->end, RLX) - (uintptr_t)p) <
+                        (intptr_t)(n * sizeof(tally__rec))))
         p = tally__refill(ts, n);
     return p;
 }

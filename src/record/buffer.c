@@ -626,10 +626,12 @@ static void writer_replenish(void)
     pool *p = W.pool;
     if (!p)
         return;
-    uint32_t free_n = 0;
-    for (uint32_t i = 0; i < p->nbufs && free_n < 2; i++)
+    /* spares: two, and one more per two recording threads (they may all fill up at once) */
+    uint32_t nt = atomic_load_explicit(&tally__nthreads, RLX);
+    uint32_t want = 2 + (nt < 64 ? nt : 64) / 2, free_n = 0;
+    for (uint32_t i = 0; i < p->nbufs && free_n < want; i++)
         free_n += atomic_load_explicit(&p->bufs[i].state, RLX) == TALLY__B_FREE;
-    for (uint32_t i = 0; i < p->nbufs && free_n < 2; i++) {
+    for (uint32_t i = 0; i < p->nbufs && free_n < want; i++) {
         tally__buf *b = &p->bufs[i];
         int s = TALLY__B_EMPTY;
         if (atomic_load_explicit(&b->state, RLX) == s &&

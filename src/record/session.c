@@ -235,7 +235,28 @@ static void open_window(int64_t step)
     tally__rec_step(TALLY__R_STEP_BEGIN, step, 0, 0);
 }
 
-static void close_window(int64_t last_step)
+/* A finished window whose trace-ready callback runs once the session lock is released (so that
+ * the callback may call tally functions, even tally_stop). */
+typedef struct ready_call {
+    int have;
+    tally_window w;
+    char path[PATH_MAX];
+    char base_path[PATH_MAX];
+    tally_trace_ready_fn fn;
+    void *user;
+} ready_call;
+
+static void fire(ready_call *rc)
+{
+    if (!rc->have)
+        return;
+    rc->have = 0;
+    rc->w.path = rc->path;
+    rc->w.base_path = rc->base_path;
+    rc->fn(&rc->w, rc->user);
+}
+
+static void close_window(int64_t last_step, ready_call *out)
 {
     if (!S.window_open)
         return;
@@ -259,29 +280,31 @@ static void close_window(int64_t last_step)
             fprintf(stderr, "tally: writing %s failed\n", S.path);
         return;
     }
-    tally_window w;
-    memset(&w, 0, sizeof w);
-    w.index = idx;
-    w.first_step = S.any_step_closed ? S.window_first_step : -1;
-    w.last_step = S.any_step_closed ? last_step : -1;
-    w.path = S.path;
-    w.base_path = S.base_path;
-    w.records = records;
-    w.dropped = st.dropped;
-    w.write = S.cfg.write;
+    tally_window *w = &out->w;
+    memset(w, 0, sizeof *w);
+    w->index = idx;
+    w->first_step = S.any_step_closed ? S.window_first_step : -1;
+    w->last_step = S.any_step_closed ? last_step : -1;
+    w->records = records;
+    w->dropped = st.dropped;
+    w->write = S.cfg.write;
     if (S.cfg.quiet)
-        w.write &= ~(unsigned)TALLY_WRITE_SUMMARY;
-    tally_trace_ready_fn fn = S.cfg.on_trace_ready ? S.cfg.on_trace_ready : default_ready;
-    fn(&w, S.cfg.user);
+        w->write &= ~(unsigned)TALLY_WRITE_SUMMARY;
+    snprintf(out->path, sizeof out->path, "%s", S.path);
+    snprintf(out->base_path, sizeof out->base_path, "%s", S.base_path);
+    out->fn = S.cfg.on_trace_ready ? S.cfg.on_trace_ready : default_ready;
+    out->user = S.cfg.user;
+    out->have = 1;
 }
 
 /* ---- signals and exit ------------------------------------------------------------------------ */
 
+/* SIGINT/SIGTERM: write what is complete (async-signal-safe: no lock, no allocation), then
+ * hand the signal to the program's own disposition. Recording goes on: if the program's handler
+ * lets it continue, so does the trace (and tally_stop or the exit hook finishes the file). */
 static void on_signal(int sig)
 {
     int saved = errno;
-    if (__atomic_load_n(&tally__recording, __ATOMIC_RELAXED) == TALLY__GATE_ON)
-        GATE_SET(TALLY__GATE_CLOSED);
     if (!atomic_exchange(&sig_flushed, 1))
         tally__file_emergency_flush();
     sigaction(sig, sig == SIGINT ? &old_int : &old_term, NULL);
@@ -501,6 +524,8 @@ TALLY_API void tally_step(uint64_t samples)
     atomic_fetch_add(&tally__sess.steps, 1);
     S.any_step_closed = 1;
     int64_t n = S.step;
+    ready_call ready;
+    ready.have = 0;
     if (S.cfg.timer_only) {
         timer_step(samples);
         S.step = n + 1;
@@ -515,7 +540,7 @@ TALLY_API void tally_step(uint64_t samples)
     int next = tally__sched_state(&S.cfg, n + 1);
     int next_records = next == TALLY__ST_RECORD || next == TALLY__ST_RECORD_AND_RETURN;
     if (S.window_open && (S.state == TALLY__ST_RECORD_AND_RETURN || !next_records))
-        close_window(n);
+        close_window(n, &ready);
     S.step = n + 1;
     S.state = next;
     if (next_records) {
@@ -525,6 +550,7 @@ TALLY_API void tally_step(uint64_t samples)
             tally__rec_step(TALLY__R_STEP_BEGIN, n + 1, 0, 0);
     }
     pthread_mutex_unlock(&S.lock);
+    fire(&ready);
     errno = saved;
 }
 
@@ -538,6 +564,8 @@ TALLY_API int tally_stop(void)
         return TALLY_ESTATE;
     }
     int rc = 0;
+    ready_call ready;
+    ready.have = 0;
     if (S.cfg.timer_only) {
         GATE_SET(TALLY__GATE_OFF);
         atomic_store(&tally__sess.running, 0);
@@ -550,7 +578,7 @@ TALLY_API int tally_stop(void)
     } else {
         if (S.window_open) {
             tally__rec_step(TALLY__R_STEP_STOP, S.step, 0, 0);
-            close_window(S.step - 1);
+            close_window(S.step - 1, &ready);
         }
         GATE_SET(TALLY__GATE_OFF);
         atomic_store(&tally__sess.running, 0);
@@ -560,6 +588,7 @@ TALLY_API int tally_stop(void)
         remove_signals();
     }
     pthread_mutex_unlock(&S.lock);
+    fire(&ready);
     errno = saved;
     return rc;
 }

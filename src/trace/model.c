@@ -565,3 +565,10 @@ int tl_trace_finish(tl_trace *t)
     t->finished = 1;
     return 0;
 }
+
+int tl_trace_relink(tl_trace *t)
+{
+    for (size_t i = 0; i < t->nev; i++)
+        t->ev[i].link = TL_NONE;
+    return compute_links(t);
+}

@@ -189,6 +189,8 @@ tl_device *tl_trace_device(tl_trace *t, int32_t id);
 
 /* Sort events and compute parent/depth/link. Call once after the last tl_trace_add. */
 int tl_trace_finish(tl_trace *t);
+/* Recompute runtime<->device links after correlation ids changed (finished traces only). */
+int tl_trace_relink(tl_trace *t);
 
 /* Time covered by the trace: [t0, t1) over all events. */
 void tl_trace_span(const tl_trace *t, int64_t *t0, int64_t *t1);

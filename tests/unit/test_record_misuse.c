@@ -4,6 +4,7 @@
  * ranges left open at stop, ranges that straddle a window boundary, start twice, stop twice.
  * Nothing crashes; everything is counted, and the file still reads and nests.
  */
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -145,12 +146,51 @@ TEST(straddling_window_is_not_an_error)
     tl_trace_free(&t);
 }
 
+static volatile sig_atomic_t program_saw_sigint;
+static void program_handler(int sig)
+{
+    (void)sig;
+    program_saw_sigint = 1;
+}
+
+/* SIGINT with a program handler that carries on: tally flushes, the program's handler runs,
+ * recording goes on, and the file is whole at stop. */
+TEST(sigint_reaches_program_handler)
+{
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = program_handler;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old);
+    tally_config c = cfg("sigint");
+    CHECK_EQ_INT(tally_start(&c), 0);
+    TALLY_PUSH("before_signal", TALLY_USER);
+    TALLY_POP();
+    raise(SIGINT);
+    CHECK(program_saw_sigint);
+    TALLY_PUSH("after_signal", TALLY_USER);
+    TALLY_POP();
+    CHECK_EQ_INT(tally_stop(), 0);
+    struct sigaction now;
+    sigaction(SIGINT, NULL, &now);
+    CHECK(now.sa_handler == program_handler); /* the program's handler is in place again */
+    sigaction(SIGINT, &old, NULL);
+    tl_trace t;
+    tl_trace_init(&t);
+    tl_error err = {{0}};
+    CHECK_EQ_INT(tl_read_tally(&t, last_path, &err), 0);
+    CHECK_EQ_INT(count(&t, "before_signal"), 1);
+    CHECK_EQ_INT(count(&t, "after_signal"), 1);
+    tl_trace_free(&t);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/tally-test-misuse-%d", (int)getpid());
     RUN(outside_calls_counted);
     RUN(bad_pops_and_ends_counted);
     RUN(straddling_window_is_not_an_error);
+    RUN(sigint_reaches_program_handler);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0)

@@ -234,6 +234,21 @@ TEST(env_parsing)
     unsetenv("TALLY_SAMPLES_UNIT");
 }
 
+TEST(versions_and_errors)
+{
+    CHECK_EQ_INT(tally_version(), TALLY_VERSION_HEX);
+    char v[32];
+    snprintf(v, sizeof v, "%d.%d.%d", TALLY_VERSION_MAJOR, TALLY_VERSION_MINOR,
+             TALLY_VERSION_PATCH);
+    CHECK_STR(tally_version_string(), v);
+    CHECK_STR(tally_strerror(TALLY_EINVAL), "invalid argument");
+    CHECK_STR(tally_strerror(TALLY_ECONFIG), "bad TALLY_* setting");
+    CHECK_STR(tally_err_name(TALLY_ECONFIG), "TALLY_ECONFIG");
+    CHECK_STR(tally_err_name(TALLY_ENOTSUP), "TALLY_ENOTSUP");
+    CHECK(tally_strerror(-999) != NULL && tally_err_name(-999) != NULL);
+    CHECK_STR(tally_strerror(0), "success");
+}
+
 TEST(perf_summary_by_construction)
 {
     /* 0.1 s, 0.2 s, 0.3 s steps of 10 samples; reader 0.05, 0.05, 0.1 s */
@@ -299,6 +314,7 @@ int main(void)
     RUN(session_windows_and_files);
     RUN(single_window_file_name);
     RUN(env_parsing);
+    RUN(versions_and_errors);
     RUN(perf_summary_by_construction);
     RUN(timer_only_session_writes_no_file);
     char cmd[300];

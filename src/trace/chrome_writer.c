@@ -1,0 +1,569 @@
+/*
+ * chrome_writer.c — the trace model as Chrome trace JSON, the way PyTorch's profiler (Kineto)
+ * writes it, so that Perfetto, chrome://tracing, TensorBoard's plugin and HTA open it and
+ * PyTorch users find what they expect: ph "X" spans with Kineto's categories, ProfilerStep#N,
+ * device work on pid = device and tid = stream, "ac2g" flows from launch to kernel, counters as
+ * ph "C", thread and process names as ph "M", and timestamps in microseconds with three
+ * decimals (nanosecond precision) relative to baseTimeNanoseconds.
+ *
+ * Speed: every field is formatted by hand into one large buffer (no printf per field) that is
+ * written in blocks with fwrite or gzwrite, so the writer runs at several hundred MB/s.
+ */
+#include "trace/model.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#define OUT_BLOCK (1u << 20)
+
+typedef struct jw {
+    char *buf;
+    size_t n;
+    FILE *f;
+    gzFile gz;
+    int failed;
+} jw;
+
+static void jw_flush(jw *w)
+{
+    if (!w->n || w->failed)
+        return;
+    if (w->gz) {
+        if (gzwrite(w->gz, w->buf, (unsigned)w->n) != (int)w->n)
+            w->failed = 1;
+    } else if (fwrite(w->buf, 1, w->n, w->f) != w->n) {
+        w->failed = 1;
+    }
+    w->n = 0;
+}
+
+/* Make room for n more bytes (n <= OUT_BLOCK / 2). */
+static inline char *jw_room(jw *w, size_t n)
+{
+    if (w->n + n > OUT_BLOCK * 2)
+        jw_flush(w);
+    return w->buf + w->n;
+}
+
+static inline void jw_lit(jw *w, const char *s, size_t len)
+{
+    if (len > OUT_BLOCK) {
+        jw_flush(w);
+        if (w->gz)
+            w->failed |= gzwrite(w->gz, s, (unsigned)len) != (int)len;
+        else
+            w->failed |= fwrite(s, 1, len, w->f) != len;
+        return;
+    }
+    memcpy(jw_room(w, len), s, len);
+    w->n += len;
+}
+#define LIT(w, s) jw_lit((w), (s), sizeof(s) - 1)
+
+static inline void jw_u64(jw *w, uint64_t v)
+{
+    char tmp[24];
+    int i = 24;
+    do {
+        tmp[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    jw_lit(w, tmp + i, (size_t)(24 - i));
+}
+
+static inline void jw_i64(jw *w, int64_t v)
+{
+    if (v < 0) {
+        LIT(w, "-");
+        jw_u64(w, (uint64_t)0 - (uint64_t)v);
+    } else {
+        jw_u64(w, (uint64_t)v);
+    }
+}
+
+/* ns as microseconds with three decimals: 1500 -> "1.500". Integer math only. */
+static inline void jw_us(jw *w, int64_t ns)
+{
+    uint64_t v;
+    if (ns < 0) {
+        LIT(w, "-");
+        v = (uint64_t)0 - (uint64_t)ns;
+    } else {
+        v = (uint64_t)ns;
+    }
+    jw_u64(w, v / 1000);
+    char *p = jw_room(w, 4);
+    unsigned r = (unsigned)(v % 1000);
+    p[0] = '.';
+    p[1] = (char)('0' + r / 100);
+    p[2] = (char)('0' + r / 10 % 10);
+    p[3] = (char)('0' + r % 10);
+    w->n += 4;
+}
+
+static void jw_double(jw *w, double d)
+{
+    char tmp[40];
+    int n = snprintf(tmp, sizeof tmp, "%.6g", d);
+    if (n <= 0 || n >= (int)sizeof tmp || strchr(tmp, 'n') || strchr(tmp, 'i'))
+        LIT(w, "0");
+    else
+        jw_lit(w, tmp, (size_t)n);
+}
+
+/* A JSON string with quotes. Control characters are escaped; bytes that are not valid UTF-8
+ * become U+FFFD so that strict parsers accept the file. */
+static void jw_str(jw *w, const char *s, size_t len)
+{
+    LIT(w, "\"");
+    size_t i = 0;
+    while (i < len) {
+        size_t j = i;
+        while (j < len) {
+            unsigned char c = (unsigned char)s[j];
+            if (c < 0x20 || c == '"' || c == '\\' || c >= 0x80)
+                break;
+            j++;
+        }
+        if (j > i)
+            jw_lit(w, s + i, j - i);
+        if (j == len)
+            break;
+        unsigned char c = (unsigned char)s[j];
+        if (c == '"') {
+            LIT(w, "\\\"");
+            i = j + 1;
+        } else if (c == '\\') {
+            LIT(w, "\\\\");
+            i = j + 1;
+        } else if (c < 0x20) {
+            static const char hex[] = "0123456789abcdef";
+            char e[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+            if (c == '\n')
+                LIT(w, "\\n");
+            else if (c == '\t')
+                LIT(w, "\\t");
+            else
+                jw_lit(w, e, 6);
+            i = j + 1;
+        } else {
+            /* validate one UTF-8 sequence */
+            size_t n = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
+            int ok = n && j + n <= len && c < 0xf5;
+            for (size_t k = 1; ok && k < n; k++)
+                ok = ((unsigned char)s[j + k] & 0xc0) == 0x80;
+            if (ok) {
+                jw_lit(w, s + j, n);
+                i = j + n;
+            } else {
+                LIT(w, "\xef\xbf\xbd");
+                i = j + 1;
+            }
+        }
+    }
+    LIT(w, "\"");
+}
+
+static void jw_cstr(jw *w, const char *s)
+{
+    jw_str(w, s, strlen(s));
+}
+
+static void jw_id(jw *w, const tl_trace *t, uint32_t id)
+{
+    jw_str(w, tl_str(&t->strings, id), t->strings.len[id < t->strings.count ? id : 0]);
+}
+
+/* Kineto's category string for a model category. */
+static const char *kineto_cat(const tl_event *e)
+{
+    switch (e->cat) {
+    case TL_CAT_OPERATOR:
+    case TL_CAT_OPERATOR_INNER:
+        return "cpu_op";
+    case TL_CAT_PYTHON:
+        return "python_function";
+    case TL_CAT_RUNTIME:
+        return "cuda_runtime";
+    case TL_CAT_DRIVER:
+        return "cuda_driver";
+    case TL_CAT_KERNEL:
+        return "kernel";
+    case TL_CAT_MEMCPY:
+        return "gpu_memcpy";
+    case TL_CAT_MEMSET:
+        return "gpu_memset";
+    case TL_CAT_GPU_USER:
+        return "gpu_user_annotation";
+    case TL_CAT_SYNC:
+        return "cuda_sync";
+    case TL_CAT_OVERHEAD:
+        return "overhead";
+    case TL_CAT_MEMORY:
+    case TL_CAT_INSTANT:
+        return "cpu_instant_event";
+    case TL_CAT_OTHER:
+        return "other";
+    default:
+        return "user_annotation";
+    }
+}
+
+/* tally's own category for user_annotation spans, so a round trip keeps it. */
+static const char *tally_cat_word(int cat)
+{
+    switch (cat) {
+    case TL_CAT_DATALOADER:
+        return "dataloader";
+    case TL_CAT_FORWARD:
+        return "forward";
+    case TL_CAT_BACKWARD:
+        return "backward";
+    case TL_CAT_OPTIMIZER:
+        return "optimizer";
+    case TL_CAT_COMMUNICATION:
+        return "communication";
+    default:
+        return NULL;
+    }
+}
+
+/* An args string that is a list of shapes ("[[4, 128], [128]]") goes out as JSON; anything
+ * else as a string. */
+static int looks_like_shapes(const char *s, size_t len)
+{
+    if (len < 2 || s[0] != '[' || s[len - 1] != ']')
+        return 0;
+    int depth = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        if (c == '[')
+            depth++;
+        else if (c == ']') {
+            if (--depth < 0)
+                return 0;
+        } else if (!(c == ',' || c == ' ' || (c >= '0' && c <= '9')))
+            return 0;
+        if (i && c == ',' && (s[i - 1] == '[' || s[i - 1] == ','))
+            return 0;
+        if (c == ']' && s[i - 1] == ',')
+            return 0;
+    }
+    return depth == 0;
+}
+
+static const char *memcpy_name(const tl_event *e)
+{
+    int pageable = (e->flags & TL_EV_PAGEABLE) != 0;
+    switch (e->copy) {
+    case TL_COPY_HTOD:
+        return pageable ? "Memcpy HtoD (Pageable -> Device)" : "Memcpy HtoD (Pinned -> Device)";
+    case TL_COPY_DTOH:
+        return pageable ? "Memcpy DtoH (Device -> Pageable)" : "Memcpy DtoH (Device -> Pinned)";
+    case TL_COPY_DTOD:
+        return "Memcpy DtoD (Device -> Device)";
+    case TL_COPY_HTOH:
+        return "Memcpy HtoH (Host -> Host)";
+    case TL_COPY_PTOP:
+        return "Memcpy PtoP (Device -> Device)";
+    default:
+        return "Memcpy";
+    }
+}
+
+static void write_pid_tid(jw *w, const tl_track *tr)
+{
+    LIT(w, ",\"pid\":");
+    if (tr->kind == TL_TRACK_STREAM)
+        jw_i64(w, tr->device);
+    else
+        jw_i64(w, tr->pid);
+    LIT(w, ",\"tid\":");
+    jw_i64(w, tr->tid);
+}
+
+static void write_event(jw *w, const tl_trace *t, const tl_event *e, int64_t base)
+{
+    const tl_track *tr = &t->tracks[e->track];
+    int cat = e->cat;
+    if (cat == TL_CAT_COUNTER) {
+        LIT(w, "{\"ph\":\"C\",\"name\":");
+        jw_id(w, t, e->name);
+        write_pid_tid(w, tr);
+        LIT(w, ",\"ts\":");
+        jw_us(w, e->ts - base);
+        LIT(w, ",\"args\":{");
+        jw_id(w, t, e->name);
+        LIT(w, ":");
+        jw_double(w, (double)e->value / 1000.0);
+        LIT(w, "}},\n");
+        return;
+    }
+    int instant = (e->flags & TL_EV_INSTANT) || cat == TL_CAT_INSTANT || cat == TL_CAT_MEMORY;
+    if (instant)
+        LIT(w, "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"");
+    else
+        LIT(w, "{\"ph\":\"X\",\"cat\":\"");
+    const char *kc = kineto_cat(e);
+    jw_lit(w, kc, strlen(kc));
+    LIT(w, "\",\"name\":");
+    if (cat == TL_CAT_MEMCPY && e->name == 0)
+        jw_cstr(w, memcpy_name(e));
+    else if (cat == TL_CAT_MEMSET && e->name == 0)
+        jw_cstr(w, "Memset (Device)");
+    else if (cat == TL_CAT_MEMORY && e->name == 0)
+        jw_cstr(w, "[memory]");
+    else
+        jw_id(w, t, e->name);
+    write_pid_tid(w, tr);
+    LIT(w, ",\"ts\":");
+    jw_us(w, e->ts - base);
+    if (!instant) {
+        LIT(w, ",\"dur\":");
+        jw_us(w, e->dur);
+    }
+    /* args */
+    LIT(w, ",\"args\":{");
+    int first = 1;
+#define SEP()                                                                                      \
+    do {                                                                                           \
+        if (!first)                                                                                \
+            LIT(w, ",");                                                                           \
+        first = 0;                                                                                 \
+    } while (0)
+    if (tr->kind == TL_TRACK_STREAM) {
+        SEP();
+        LIT(w, "\"device\":");
+        jw_i64(w, tr->device);
+        LIT(w, ",\"stream\":");
+        jw_i64(w, tr->tid);
+    }
+    if (e->corr) {
+        SEP();
+        LIT(w, "\"correlation\":");
+        jw_i64(w, e->corr);
+    }
+    if (cat == TL_CAT_MEMCPY || cat == TL_CAT_MEMSET) {
+        SEP();
+        LIT(w, "\"bytes\":");
+        jw_i64(w, e->value);
+        LIT(w, ",\"memory bandwidth (GB/s)\":");
+        jw_double(w, e->dur > 0 ? (double)e->value / (double)e->dur : 0.0);
+    } else if (cat == TL_CAT_MEMORY) {
+        SEP();
+        LIT(w, "\"Device Type\":");
+        jw_i64(w, (e->flags & TL_EV_MEM_DEVICE) ? 1 : 0);
+        LIT(w, ",\"Bytes\":");
+        jw_i64(w, e->value);
+    } else if (cat == TL_CAT_STEP) {
+        SEP();
+        LIT(w, "\"step\":");
+        jw_i64(w, e->value);
+    }
+    const char *tc = tally_cat_word(cat);
+    if (tc) {
+        SEP();
+        LIT(w, "\"tally category\":");
+        jw_cstr(w, tc);
+    }
+    if (e->flags & TL_EV_UNCLOSED) {
+        SEP();
+        LIT(w, "\"tally unclosed\":1");
+    }
+    if (e->args) {
+        const char *a = tl_str(&t->strings, e->args);
+        size_t alen = t->strings.len[e->args];
+        SEP();
+        if (looks_like_shapes(a, alen)) {
+            LIT(w, "\"Input Dims\":");
+            jw_lit(w, a, alen);
+        } else {
+            LIT(w, "\"args\":");
+            jw_str(w, a, alen);
+        }
+    }
+#undef SEP
+    LIT(w, "}},\n");
+}
+
+static void write_flow(jw *w, const tl_trace *t, const tl_event *call, const tl_event *dev,
+                       int64_t base)
+{
+    LIT(w, "{\"ph\":\"s\",\"id\":");
+    jw_i64(w, call->corr);
+    write_pid_tid(w, &t->tracks[call->track]);
+    LIT(w, ",\"ts\":");
+    jw_us(w, call->ts - base);
+    LIT(w, ",\"cat\":\"ac2g\",\"name\":\"ac2g\"},\n{\"ph\":\"f\",\"id\":");
+    jw_i64(w, call->corr);
+    write_pid_tid(w, &t->tracks[dev->track]);
+    LIT(w, ",\"ts\":");
+    jw_us(w, dev->ts - base);
+    LIT(w, ",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"bp\":\"e\"},\n");
+}
+
+static void write_metadata(jw *w, const tl_trace *t)
+{
+    /* process names: one per host pid and per device */
+    for (uint32_t i = 0; i < t->ntracks; i++) {
+        const tl_track *tr = &t->tracks[i];
+        int seen = 0;
+        for (uint32_t j = 0; j < i && !seen; j++) {
+            const tl_track *o = &t->tracks[j];
+            seen = o->kind == tr->kind &&
+                   (tr->kind == TL_TRACK_STREAM ? o->device == tr->device : o->pid == tr->pid);
+        }
+        if (!seen) {
+            LIT(w, "{\"name\":\"process_name\",\"ph\":\"M\",\"ts\":0,\"pid\":");
+            if (tr->kind == TL_TRACK_STREAM) {
+                jw_i64(w, tr->device);
+                LIT(w, ",\"tid\":0,\"args\":{\"name\":\"GPU ");
+                jw_i64(w, tr->device);
+                LIT(w, "\"}},\n{\"name\":\"process_sort_index\",\"ph\":\"M\",\"ts\":0,\"pid\":");
+                jw_i64(w, tr->device);
+                LIT(w, ",\"tid\":0,\"args\":{\"sort_index\":");
+                jw_i64(w, 0x1000000 + tr->device);
+                LIT(w, "}},\n");
+            } else {
+                jw_i64(w, tr->pid);
+                LIT(w, ",\"tid\":0,\"args\":{\"name\":\"python\"}},\n");
+            }
+        }
+        LIT(w, "{\"name\":\"thread_name\",\"ph\":\"M\",\"ts\":0");
+        write_pid_tid(w, tr);
+        LIT(w, ",\"args\":{\"name\":");
+        char buf[96];
+        if (tr->kind == TL_TRACK_STREAM) {
+            snprintf(buf, sizeof buf, "stream %lld", (long long)tr->tid);
+            jw_cstr(w, buf);
+        } else if (tr->name) {
+            jw_id(w, t, tr->name);
+        } else {
+            snprintf(buf, sizeof buf, "thread %lld", (long long)tr->tid);
+            jw_cstr(w, buf);
+        }
+        LIT(w, "}},\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"ts\":0");
+        write_pid_tid(w, tr);
+        LIT(w, ",\"args\":{\"sort_index\":");
+        jw_i64(w, (int64_t)i);
+        LIT(w, "}},\n");
+    }
+}
+
+static void write_header(jw *w, const tl_trace *t, int64_t base)
+{
+    LIT(w, "{\n\"schemaVersion\":1,\n\"deviceProperties\":[");
+    for (uint32_t i = 0; i < t->ndevices; i++) {
+        const tl_device *d = &t->devices[i];
+        if (i)
+            LIT(w, ",");
+        LIT(w, "\n{\"id\":");
+        jw_i64(w, d->id);
+        LIT(w, ",\"name\":");
+        jw_id(w, t, d->name);
+        LIT(w, ",\"totalGlobalMem\":");
+        jw_i64(w, d->memory);
+        LIT(w, ",\"computeMajor\":");
+        jw_i64(w, d->cc_major);
+        LIT(w, ",\"computeMinor\":");
+        jw_i64(w, d->cc_minor);
+        LIT(w, ",\"numSms\":");
+        jw_i64(w, d->sm_count);
+        LIT(w, "}");
+    }
+    LIT(w, "],\n");
+    if (t->rank >= 0) {
+        LIT(w, "\"distributedInfo\":{\"rank\":");
+        jw_i64(w, t->rank);
+        LIT(w, ",\"world_size\":");
+        jw_i64(w, t->world_size);
+        LIT(w, "},\n");
+    }
+    LIT(w, "\"displayTimeUnit\":\"ms\",\n\"baseTimeNanoseconds\":");
+    jw_i64(w, base + t->wall_offset);
+    LIT(w, ",\n\"traceEvents\":[\n");
+}
+
+static int write_all(jw *w, const tl_trace *t, const char *name)
+{
+    int64_t base = 0, t1 = 0;
+    tl_trace_span(t, &base, &t1);
+    write_header(w, t, base);
+    write_metadata(w, t);
+    for (size_t i = 0; i < t->nev; i++) {
+        const tl_event *e = &t->ev[i];
+        write_event(w, t, e, base);
+        if ((e->cat == TL_CAT_RUNTIME || e->cat == TL_CAT_DRIVER) && e->link != TL_NONE &&
+            (size_t)e->link < t->nev)
+            write_flow(w, t, e, &t->ev[e->link], base);
+    }
+    /* the closing event lets every event above end with a comma */
+    LIT(w, "{\"ph\":\"i\",\"s\":\"g\",\"name\":\"Record Window End\",\"pid\":\"\",\"tid\":\"\","
+           "\"ts\":");
+    jw_us(w, t1 - base);
+    LIT(w, "}\n],\n\"traceName\":");
+    jw_cstr(w, name ? name : "");
+    LIT(w, "\n}\n");
+    jw_flush(w);
+    return w->failed ? -1 : 0;
+}
+
+int tl_write_chrome_file(const tl_trace *t, FILE *out, tl_error *err)
+{
+    jw w = {0};
+    w.buf = malloc(OUT_BLOCK * 2 + OUT_BLOCK / 2);
+    if (!w.buf) {
+        tl_error_set(err, "out of memory");
+        return -1;
+    }
+    w.f = out;
+    int rc = write_all(&w, t, t->path);
+    free(w.buf);
+    if (rc != 0 || fflush(out) != 0) {
+        tl_error_set(err, "error writing the trace: %s", strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+int tl_write_chrome(const tl_trace *t, const char *path, tl_error *err)
+{
+    size_t len = strlen(path);
+    int gz = len > 3 && strcmp(path + len - 3, ".gz") == 0;
+    jw w = {0};
+    w.buf = malloc(OUT_BLOCK * 2 + OUT_BLOCK / 2);
+    if (!w.buf) {
+        tl_error_set(err, "out of memory");
+        return -1;
+    }
+    if (gz) {
+        /* level 1: traces compress 10-20x even so, and the writer stays fast */
+        w.gz = gzopen(path, "wb1");
+        if (!w.gz) {
+            tl_error_set(err, "%s: cannot create: %s", path, strerror(errno));
+            free(w.buf);
+            return -1;
+        }
+        gzbuffer(w.gz, 1u << 18);
+    } else {
+        w.f = fopen(path, "wb");
+        if (!w.f) {
+            tl_error_set(err, "%s: cannot create: %s", path, strerror(errno));
+            free(w.buf);
+            return -1;
+        }
+    }
+    int rc = write_all(&w, t, path);
+    if (gz)
+        rc |= gzclose(w.gz) != Z_OK ? -1 : 0;
+    else
+        rc |= fclose(w.f) != 0 ? -1 : 0;
+    free(w.buf);
+    if (rc != 0) {
+        tl_error_set(err, "%s: error writing: %s", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,1637 @@
+/*
+ * json_reader.c — Chrome trace JSON in every form people have (PyTorch/Kineto old and new,
+ * PyTorch's exporter without Kineto, Paddle, plain Chrome traces, tally's own export), read in
+ * one streaming pass into the trace model.
+ *
+ * No document tree is built. The file is read in blocks into a sliding buffer; the parser
+ * consumes one unit at a time (a top-level member, or one element of traceEvents) and, when a
+ * unit runs past the end of the buffer, jumps back to the unit's start, refills and tries again.
+ * Units are small (an event is a few hundred bytes), so a multi-gigabyte trace needs a few MB of
+ * buffer plus the model itself. Each event's fields land in a small struct and the event is
+ * added to the model only once it is complete, so a retried unit leaves nothing behind.
+ *
+ * Errors name the file, line and column, and what was expected: "f.json:12:7: expected ':'".
+ */
+#include "trace/model.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#define BLOCK (4u << 20)
+
+enum { JR_NEED_MORE = 1, JR_ERROR = 2 };
+
+typedef struct jstr {
+    const char *p;
+    size_t len;
+    int esc; /* contains backslash escapes */
+} jstr;
+
+typedef struct flow {
+    int64_t id;
+    int64_t ts;
+    int64_t pid, tid; /* resolved to a track when the flows are used */
+    uint8_t start;    /* 's' (1) or 'f'/'t' (0) */
+    uint8_t bp_e;     /* binds to the enclosing slice */
+} flow;
+
+typedef struct jr {
+    /* input */
+    int fd;
+    gzFile gz;
+    char *buf;
+    size_t cap, len, pos, mark;
+    int eof;
+    uint64_t consumed;       /* bytes dropped from the front of buf so far */
+    uint64_t lines_consumed; /* newlines in them */
+    uint64_t col_base;       /* bytes since the last newline, at the front of buf */
+    const char *name;
+    int progress;
+    double t_start, t_last;
+    uint64_t total_size; /* 0 when unknown (gzip) */
+
+    tl_trace *t;
+    tl_error *err;
+    jmp_buf jb;
+    int in_mem;
+
+    /* what kind of file this is */
+    int paddle;
+    int saw_cat;
+    int saw_cpu_functions;
+
+    /* B/E stacks, one per track */
+    int32_t **stacks;
+    uint32_t *stack_n, *stack_cap;
+    uint32_t nstacks;
+
+    flow *flows;
+    size_t nflows, cap_flows;
+
+    /* scratch for unescaped strings */
+    char *scratch;
+    size_t scratch_n, scratch_cap;
+} jr;
+
+/* ---- errors and positions ---------------------------------------------------------------- */
+
+static void where(jr *r, size_t pos, uint64_t *line, uint64_t *col)
+{
+    uint64_t l = r->lines_consumed + 1;
+    size_t last_nl = (size_t)-1;
+    for (size_t i = 0; i < pos && i < r->len; i++)
+        if (r->buf[i] == '\n') {
+            l++;
+            last_nl = i;
+        }
+    *line = l;
+    *col = last_nl == (size_t)-1 ? r->col_base + pos + 1 : pos - last_nl;
+}
+
+static void describe(jr *r, size_t pos, char *out, size_t n)
+{
+    if (pos >= r->len) {
+        snprintf(out, n, "end of input");
+        return;
+    }
+    unsigned char c = (unsigned char)r->buf[pos];
+    if (c >= 0x20 && c < 0x7f)
+        snprintf(out, n, "'%c'", c);
+    else
+        snprintf(out, n, "byte 0x%02x", c);
+}
+
+__attribute__((noreturn)) static void fail(jr *r, const char *expected)
+{
+    uint64_t line, col;
+    where(r, r->pos, &line, &col);
+    char found[32];
+    describe(r, r->pos, found, sizeof found);
+    tl_error_set(r->err, "%s:%llu:%llu: expected %s, found %s", r->name, (unsigned long long)line,
+                 (unsigned long long)col, expected, found);
+    longjmp(r->jb, JR_ERROR);
+}
+
+__attribute__((noreturn)) static void need_more(jr *r, const char *expected)
+{
+    if (r->eof)
+        fail(r, expected);
+    longjmp(r->jb, JR_NEED_MORE);
+}
+
+/* ---- input ------------------------------------------------------------------------------- */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void show_progress(jr *r, int final)
+{
+    if (!r->progress)
+        return;
+    double t = now_s();
+    if (!final && (t - r->t_start < 1.0 || t - r->t_last < 0.5))
+        return;
+    r->t_last = t;
+    double mb = (double)(r->consumed + r->len) / 1e6;
+    if (final) {
+        if (t - r->t_start >= 1.0)
+            fprintf(stderr, "\r%-70s\r", "");
+        return;
+    }
+    if (r->total_size)
+        fprintf(stderr, "\rreading %s: %.0f of %.0f MB (%.0f MB/s)", r->name, mb,
+                (double)r->total_size / 1e6, mb / (t - r->t_start));
+    else
+        fprintf(stderr, "\rreading %s: %.0f MB (%.0f MB/s)", r->name, mb, mb / (t - r->t_start));
+    fflush(stderr);
+}
+
+/* Drop everything before r->mark, then read more. Returns 0, or -1 at end of input. */
+static int refill(jr *r)
+{
+    if (r->eof)
+        return -1;
+    /* account for the bytes we drop */
+    size_t drop = r->mark;
+    if (drop) {
+        const char *p = r->buf, *end = r->buf + drop;
+        const char *last = NULL;
+        for (;;) {
+            const char *nl = memchr(p, '\n', (size_t)(end - p));
+            if (!nl)
+                break;
+            r->lines_consumed++;
+            last = nl;
+            p = nl + 1;
+        }
+        r->col_base = last ? (uint64_t)(end - last - 1) : r->col_base + drop;
+        memmove(r->buf, r->buf + drop, r->len - drop);
+        r->len -= drop;
+        r->pos -= drop;
+        r->consumed += drop;
+        r->mark = 0;
+    }
+    if (r->cap - r->len < BLOCK / 2) {
+        size_t nc = r->cap * 2;
+        char *nb = realloc(r->buf, nc + 1);
+        if (!nb) {
+            tl_error_set(r->err, "%s: out of memory", r->name);
+            longjmp(r->jb, JR_ERROR);
+        }
+        r->buf = nb;
+        r->cap = nc;
+    }
+    size_t want = r->cap - r->len;
+    ssize_t got;
+    if (r->gz) {
+        int g = gzread(r->gz, r->buf + r->len, (unsigned)(want > (1u << 30) ? (1u << 30) : want));
+        if (g < 0) {
+            int zerr;
+            const char *m = gzerror(r->gz, &zerr);
+            tl_error_set(r->err, "%s: offset %llu: gzip data is corrupt (%s)", r->name,
+                         (unsigned long long)(r->consumed + r->len), m);
+            longjmp(r->jb, JR_ERROR);
+        }
+        got = g;
+    } else {
+        do
+            got = read(r->fd, r->buf + r->len, want);
+        while (got < 0 && errno == EINTR);
+        if (got < 0) {
+            tl_error_set(r->err, "%s: read error: %s", r->name, strerror(errno));
+            longjmp(r->jb, JR_ERROR);
+        }
+    }
+    if (got == 0) {
+        r->eof = 1;
+        if (r->gz) {
+            int zerr;
+            gzerror(r->gz, &zerr);
+            /* a stream cut short reads as a clean end in zlib: check for it */
+            if (zerr != Z_OK && zerr != Z_STREAM_END) {
+                tl_error_set(r->err, "%s: gzip stream is truncated or corrupt", r->name);
+                longjmp(r->jb, JR_ERROR);
+            }
+        }
+        return -1;
+    }
+    r->len += (size_t)got;
+    r->buf[r->len] = 0;
+    show_progress(r, 0);
+    return 0;
+}
+
+/* ---- lexing ------------------------------------------------------------------------------ */
+
+static const unsigned char is_ws[256] = {[' '] = 1, ['\t'] = 1, ['\n'] = 1, ['\r'] = 1};
+
+static inline char peek(jr *r, const char *expected)
+{
+    while (r->pos < r->len && is_ws[(unsigned char)r->buf[r->pos]])
+        r->pos++;
+    if (r->pos >= r->len)
+        need_more(r, expected);
+    return r->buf[r->pos];
+}
+
+static inline void expect(jr *r, char c, const char *what)
+{
+    if (peek(r, what) != c)
+        fail(r, what);
+    r->pos++;
+}
+
+/* A string; r->pos at the opening quote. */
+static jstr lex_string(jr *r)
+{
+    jstr s = {0};
+    if (peek(r, "a string") != '"')
+        fail(r, "a string");
+    size_t i = r->pos + 1;
+    s.p = r->buf + i;
+    for (;;) {
+        const char *q = memchr(r->buf + i, '"', r->len - i);
+        if (!q)
+            need_more(r, "'\"' closing the string");
+        size_t j = (size_t)(q - r->buf);
+        /* count the backslashes before the quote */
+        size_t k = j;
+        while (k > i && r->buf[k - 1] == '\\')
+            k--;
+        if (((j - k) & 1) == 0) {
+            s.len = (size_t)(r->buf + j - s.p);
+            r->pos = j + 1;
+            break;
+        }
+        i = j + 1;
+    }
+    if (memchr(s.p, '\\', s.len))
+        s.esc = 1;
+    return s;
+}
+
+static void scratch_put(jr *r, const char *p, size_t n)
+{
+    if (r->scratch_n + n + 1 > r->scratch_cap) {
+        size_t nc = (r->scratch_n + n + 1) * 2;
+        char *ns = realloc(r->scratch, nc);
+        if (!ns) {
+            tl_error_set(r->err, "%s: out of memory", r->name);
+            longjmp(r->jb, JR_ERROR);
+        }
+        r->scratch = ns;
+        r->scratch_cap = nc;
+    }
+    memcpy(r->scratch + r->scratch_n, p, n);
+    r->scratch_n += n;
+}
+
+static void put_utf8(jr *r, uint32_t cp)
+{
+    char b[4];
+    size_t n;
+    if (cp < 0x80) {
+        b[0] = (char)cp;
+        n = 1;
+    } else if (cp < 0x800) {
+        b[0] = (char)(0xc0 | cp >> 6);
+        b[1] = (char)(0x80 | (cp & 0x3f));
+        n = 2;
+    } else if (cp < 0x10000) {
+        b[0] = (char)(0xe0 | cp >> 12);
+        b[1] = (char)(0x80 | (cp >> 6 & 0x3f));
+        b[2] = (char)(0x80 | (cp & 0x3f));
+        n = 3;
+    } else {
+        b[0] = (char)(0xf0 | cp >> 18);
+        b[1] = (char)(0x80 | (cp >> 12 & 0x3f));
+        b[2] = (char)(0x80 | (cp >> 6 & 0x3f));
+        b[3] = (char)(0x80 | (cp & 0x3f));
+        n = 4;
+    }
+    scratch_put(r, b, n);
+}
+
+/* Decode escapes of s into scratch; returns the decoded string (valid until scratch reset). */
+static jstr unescape(jr *r, jstr s)
+{
+    if (!s.esc)
+        return s;
+    size_t start = r->scratch_n;
+    for (size_t i = 0; i < s.len; i++) {
+        char c = s.p[i];
+        if (c != '\\') {
+            scratch_put(r, &c, 1);
+            continue;
+        }
+        char e = ++i < s.len ? s.p[i] : 0;
+        switch (e) {
+        case '"':
+        case '\\':
+        case '/':
+            scratch_put(r, &e, 1);
+            break;
+        case 'b':
+            scratch_put(r, "\b", 1);
+            break;
+        case 'f':
+            scratch_put(r, "\f", 1);
+            break;
+        case 'n':
+            scratch_put(r, "\n", 1);
+            break;
+        case 'r':
+            scratch_put(r, "\r", 1);
+            break;
+        case 't':
+            scratch_put(r, "\t", 1);
+            break;
+        case 'u': {
+            uint32_t cp = 0;
+            int ok = i + 4 < s.len;
+            for (int k = 1; ok && k <= 4; k++) {
+                char h = s.p[i + k];
+                cp = cp * 16 + (uint32_t)(h >= '0' && h <= '9'   ? h - '0'
+                                          : h >= 'a' && h <= 'f' ? h - 'a' + 10
+                                          : h >= 'A' && h <= 'F' ? h - 'A' + 10
+                                                                 : (ok = 0));
+            }
+            if (!ok) {
+                r->pos = (size_t)(s.p - r->buf) + i;
+                fail(r, "four hex digits after \\u");
+            }
+            i += 4;
+            if (cp >= 0xd800 && cp < 0xdc00 && i + 6 < s.len && s.p[i + 1] == '\\' &&
+                s.p[i + 2] == 'u') {
+                uint32_t lo = (uint32_t)strtoul(
+                    (char[5]){s.p[i + 3], s.p[i + 4], s.p[i + 5], s.p[i + 6], 0}, NULL, 16);
+                if (lo >= 0xdc00 && lo < 0xe000) {
+                    cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+                    i += 6;
+                }
+            }
+            if (cp >= 0xd800 && cp < 0xe000)
+                cp = 0xfffd;
+            put_utf8(r, cp);
+            break;
+        }
+        default:
+            r->pos = (size_t)(s.p - r->buf) + i;
+            fail(r, "a valid escape (\\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX)");
+        }
+    }
+    jstr out = {r->scratch + start, r->scratch_n - start, 0};
+    return out;
+}
+
+static inline int jstr_eq(jstr s, const char *lit, size_t n)
+{
+    return s.len == n && memcmp(s.p, lit, n) == 0;
+}
+#define EQ(s, lit) jstr_eq((s), (lit), sizeof(lit) - 1)
+
+static const unsigned char is_delim[256] = {
+    [','] = 1, ['}'] = 1, [']'] = 1, [' '] = 1, ['\t'] = 1, ['\n'] = 1, ['\r'] = 1, [':'] = 1};
+
+/* The extent of a number or literal token at r->pos. */
+static jstr lex_token(jr *r, const char *expected)
+{
+    peek(r, expected);
+    size_t i = r->pos;
+    while (i < r->len && !is_delim[(unsigned char)r->buf[i]])
+        i++;
+    if (i >= r->len)
+        need_more(r, expected);
+    jstr s = {r->buf + r->pos, i - r->pos, 0};
+    if (!s.len)
+        fail(r, expected);
+    r->pos = i;
+    return s;
+}
+
+static int valid_number(jstr s)
+{
+    size_t i = 0;
+    if (i < s.len && s.p[i] == '-')
+        i++;
+    size_t d = i;
+    while (i < s.len && s.p[i] >= '0' && s.p[i] <= '9')
+        i++;
+    if (i == d)
+        return 0;
+    if (i < s.len && s.p[i] == '.') {
+        size_t f = ++i;
+        while (i < s.len && s.p[i] >= '0' && s.p[i] <= '9')
+            i++;
+        if (i == f)
+            return 0;
+    }
+    if (i < s.len && (s.p[i] == 'e' || s.p[i] == 'E')) {
+        i++;
+        if (i < s.len && (s.p[i] == '+' || s.p[i] == '-'))
+            i++;
+        size_t e = i;
+        while (i < s.len && s.p[i] >= '0' && s.p[i] <= '9')
+            i++;
+        if (i == e)
+            return 0;
+    }
+    return i == s.len;
+}
+
+/* A number in microseconds -> int64 ns, exactly for plain decimals (no double rounding). */
+static int64_t us_to_ns(jstr s)
+{
+    size_t i = 0;
+    int neg = 0;
+    if (s.p[0] == '-') {
+        neg = 1;
+        i++;
+    }
+    int64_t ip = 0;
+    while (i < s.len && s.p[i] >= '0' && s.p[i] <= '9')
+        ip = ip * 10 + (s.p[i++] - '0');
+    int64_t frac = 0;
+    int nd = 0;
+    if (i < s.len && s.p[i] == '.') {
+        i++;
+        while (i < s.len && s.p[i] >= '0' && s.p[i] <= '9') {
+            if (nd < 3) {
+                frac = frac * 10 + (s.p[i] - '0');
+                nd++;
+            } else if (nd == 3) {
+                if (s.p[i] >= '5')
+                    frac++; /* round half up at the 4th digit */
+                nd++;
+            }
+            i++;
+        }
+    }
+    if (i < s.len) { /* exponent: fall back to double */
+        char tmp[64];
+        size_t n = s.len < 63 ? s.len : 63;
+        memcpy(tmp, s.p, n);
+        tmp[n] = 0;
+        double d = strtod(tmp, NULL) * 1000.0;
+        return (int64_t)(d < 0 ? d - 0.5 : d + 0.5);
+    }
+    int64_t v = ip * 1000;
+    if (nd == 1)
+        v += frac * 100;
+    else if (nd == 2)
+        v += frac * 10;
+    else if (nd >= 3)
+        v += frac;
+    return neg ? -v : v;
+}
+
+static int64_t to_int(jstr s)
+{
+    size_t i = 0;
+    int neg = 0;
+    if (s.len && s.p[0] == '-') {
+        neg = 1;
+        i++;
+    }
+    int64_t v = 0;
+    while (i < s.len && s.p[i] >= '0' && s.p[i] <= '9')
+        v = v * 10 + (s.p[i++] - '0');
+    if (i < s.len) {
+        char tmp[64];
+        size_t n = s.len < 63 ? s.len : 63;
+        memcpy(tmp, s.p, n);
+        tmp[n] = 0;
+        return (int64_t)strtod(tmp, NULL);
+    }
+    return neg ? -v : v;
+}
+
+static double to_double(jstr s)
+{
+    char tmp[64];
+    size_t n = s.len < 63 ? s.len : 63;
+    memcpy(tmp, s.p, n);
+    tmp[n] = 0;
+    return strtod(tmp, NULL);
+}
+
+/* Skip one value of any type. */
+static void skip_value(jr *r)
+{
+    char c = peek(r, "a value");
+    if (c == '"') {
+        lex_string(r);
+        return;
+    }
+    if (c == '{' || c == '[') {
+        int depth = 0;
+        size_t i = r->pos;
+        for (;;) {
+            if (i >= r->len)
+                need_more(r, c == '{' ? "'}'" : "']'");
+            char d = r->buf[i];
+            if (d == '"') {
+                r->pos = i;
+                lex_string(r);
+                i = r->pos;
+                continue;
+            }
+            if (d == '{' || d == '[')
+                depth++;
+            else if (d == '}' || d == ']') {
+                if (--depth == 0) {
+                    r->pos = i + 1;
+                    return;
+                }
+            }
+            i++;
+        }
+    }
+    jstr t = lex_token(r, "a value");
+    if (!(EQ(t, "true") || EQ(t, "false") || EQ(t, "null") || valid_number(t)))
+        fail(r, "a value (string, number, object, array, true, false or null)");
+}
+
+/* A number token (validated). */
+static jstr lex_number(jr *r, const char *what)
+{
+    jstr t = lex_token(r, what);
+    if (!valid_number(t)) {
+        r->pos -= t.len;
+        fail(r, what);
+    }
+    return t;
+}
+
+/* ---- events ------------------------------------------------------------------------------ */
+
+/* An id that may be a number or a string ("stream 7", "123(Python)", "Spans"). */
+typedef struct idval {
+    int set;
+    int numeric; /* a number, or a string with a number in it */
+    int64_t v;
+    jstr s;
+} idval;
+
+static idval lex_id(jr *r)
+{
+    idval id = {0};
+    id.set = 1;
+    if (peek(r, "a number or a string") == '"') {
+        id.s = lex_string(r);
+        /* first run of digits in the string */
+        size_t i = 0;
+        while (i < id.s.len && !(id.s.p[i] >= '0' && id.s.p[i] <= '9'))
+            i++;
+        if (i < id.s.len) {
+            int neg = i > 0 && id.s.p[i - 1] == '-';
+            int64_t v = 0;
+            while (i < id.s.len && id.s.p[i] >= '0' && id.s.p[i] <= '9')
+                v = v * 10 + (id.s.p[i++] - '0');
+            id.v = neg ? -v : v;
+            id.numeric = 1;
+        }
+    } else {
+        jstr t = lex_token(r, "a number or a string");
+        if (EQ(t, "null")) {
+            id.set = 0;
+            return id;
+        }
+        if (!valid_number(t)) {
+            r->pos -= t.len;
+            fail(r, "a number or a string");
+        }
+        id.v = to_int(t);
+        id.numeric = 1;
+    }
+    return id;
+}
+
+typedef struct raw_event {
+    char ph;
+    char scope;
+    int bp_e;
+    jstr name, cat;
+    idval pid, tid, id;
+    int have_ts, have_dur;
+    int64_t ts, dur;
+    /* args */
+    int64_t corr, bytes, dev_type, device, stream;
+    int have_device, have_stream, have_dev_type;
+    jstr input_dims, arg_name, place;
+    int have_input_dims, have_arg_name, have_place;
+    /* counter values */
+    jstr ckey[8];
+    double cval[8];
+    int nc;
+} raw_event;
+
+static void parse_args(jr *r, raw_event *ev)
+{
+    expect(r, '{', "'{' starting args");
+    if (peek(r, "'}' or a key") == '}') {
+        r->pos++;
+        return;
+    }
+    for (;;) {
+        jstr k = lex_string(r);
+        expect(r, ':', "':' after a key");
+        char c = peek(r, "a value");
+        int handled = 0;
+        if (c != '"' && c != '{' && c != '[') {
+            switch (k.len) {
+            case 11:
+                if (EQ(k, "correlation")) {
+                    ev->corr = to_int(lex_number(r, "a number"));
+                    handled = 1;
+                } else if (EQ(k, "Device Type")) {
+                    ev->dev_type = to_int(lex_number(r, "a number"));
+                    ev->have_dev_type = 1;
+                    handled = 1;
+                }
+                break;
+            case 14:
+                if (EQ(k, "correlation id")) {
+                    ev->corr = to_int(lex_number(r, "a number"));
+                    handled = 1;
+                } else if (EQ(k, "increase_bytes")) {
+                    ev->bytes = to_int(lex_number(r, "a number"));
+                    handled = 1;
+                }
+                break;
+            case 5:
+                if (EQ(k, "bytes") || EQ(k, "Bytes")) {
+                    ev->bytes = to_int(lex_number(r, "a number"));
+                    handled = 1;
+                }
+                break;
+            case 6:
+                if (EQ(k, "device")) {
+                    ev->device = to_int(lex_number(r, "a number"));
+                    ev->have_device = 1;
+                    handled = 1;
+                } else if (EQ(k, "stream")) {
+                    ev->stream = to_int(lex_number(r, "a number"));
+                    ev->have_stream = 1;
+                    handled = 1;
+                }
+                break;
+            }
+            if (!handled && ev->ph == 'C' && ev->nc < 8 && c != 't' && c != 'f' && c != 'n') {
+                ev->ckey[ev->nc] = k;
+                ev->cval[ev->nc] = to_double(lex_number(r, "a number"));
+                ev->nc++;
+                handled = 1;
+            }
+        } else if (c == '"') {
+            if (EQ(k, "name")) {
+                ev->arg_name = lex_string(r);
+                ev->have_arg_name = 1;
+                handled = 1;
+            } else if (EQ(k, "place")) {
+                ev->place = lex_string(r);
+                ev->have_place = 1;
+                handled = 1;
+            }
+        } else if (c == '[' && EQ(k, "Input Dims")) {
+            size_t s = r->pos;
+            skip_value(r);
+            ev->input_dims.p = r->buf + s;
+            ev->input_dims.len = r->pos - s;
+            ev->have_input_dims = 1;
+            handled = 1;
+        }
+        if (!handled)
+            skip_value(r);
+        c = peek(r, "',' or '}'");
+        if (c == ',') {
+            r->pos++;
+            continue;
+        }
+        if (c == '}') {
+            r->pos++;
+            return;
+        }
+        fail(r, "',' or '}' in args");
+    }
+}
+
+static void parse_event_fields(jr *r, raw_event *ev)
+{
+    expect(r, '{', "'{' starting an event");
+    if (peek(r, "'}' or a key") == '}') {
+        r->pos++;
+        return;
+    }
+    for (;;) {
+        jstr k = lex_string(r);
+        expect(r, ':', "':' after a key");
+        int handled = 1;
+        switch (k.len) {
+        case 2:
+            if (EQ(k, "ph")) {
+                jstr v = lex_string(r);
+                ev->ph = v.len ? v.p[0] : 0;
+            } else if (EQ(k, "ts")) {
+                ev->ts = us_to_ns(lex_number(r, "a number (ts)"));
+                ev->have_ts = 1;
+            } else if (EQ(k, "id")) {
+                ev->id = lex_id(r);
+            } else if (EQ(k, "bp")) {
+                jstr v = lex_string(r);
+                ev->bp_e = v.len == 1 && v.p[0] == 'e';
+            } else
+                handled = 0;
+            break;
+        case 3:
+            if (EQ(k, "cat")) {
+                if (peek(r, "a string") == '"')
+                    ev->cat = lex_string(r);
+                else
+                    skip_value(r);
+            } else if (EQ(k, "pid")) {
+                ev->pid = lex_id(r);
+            } else if (EQ(k, "tid")) {
+                ev->tid = lex_id(r);
+            } else if (EQ(k, "dur")) {
+                ev->dur = us_to_ns(lex_number(r, "a number (dur)"));
+                ev->have_dur = 1;
+            } else
+                handled = 0;
+            break;
+        case 4:
+            if (EQ(k, "name")) {
+                if (peek(r, "a string") == '"')
+                    ev->name = lex_string(r);
+                else
+                    skip_value(r);
+            } else if (EQ(k, "args")) {
+                if (peek(r, "an object") == '{')
+                    parse_args(r, ev);
+                else
+                    skip_value(r);
+            } else
+                handled = 0;
+            break;
+        case 1:
+            if (EQ(k, "s")) {
+                if (peek(r, "a string") == '"') {
+                    jstr v = lex_string(r);
+                    ev->scope = v.len ? v.p[0] : 0;
+                } else
+                    skip_value(r);
+            } else
+                handled = 0;
+            break;
+        default:
+            handled = 0;
+        }
+        if (!handled)
+            skip_value(r);
+        char c = peek(r, "',' or '}'");
+        if (c == ',') {
+            r->pos++;
+            continue;
+        }
+        if (c == '}') {
+            r->pos++;
+            return;
+        }
+        fail(r, "',' or '}' after an event field");
+    }
+}
+
+/* Map a cat string (any producer's spelling) to the model's category; -1 = skip the event. */
+static int map_cat(jr *r, jstr c)
+{
+    switch (c.len) {
+    case 0:
+        return TL_CAT_OTHER;
+    case 6:
+        if (EQ(c, "cpu_op"))
+            return TL_CAT_OPERATOR;
+        if (EQ(c, "Kernel") || EQ(c, "kernel"))
+            return TL_CAT_KERNEL;
+        if (EQ(c, "Memcpy"))
+            return TL_CAT_MEMCPY;
+        if (EQ(c, "Memset"))
+            return TL_CAT_MEMSET;
+        break;
+    case 7:
+        if (EQ(c, "Forward") || EQ(c, "forward"))
+            return TL_CAT_FORWARD;
+        if (EQ(c, "Runtime"))
+            return TL_CAT_RUNTIME;
+        break;
+    case 8:
+        if (EQ(c, "Operator"))
+            return TL_CAT_OPERATOR;
+        if (EQ(c, "Backward"))
+            return TL_CAT_BACKWARD;
+        if (EQ(c, "PythonOp"))
+            return TL_CAT_PYTHON;
+        if (EQ(c, "overhead"))
+            return TL_CAT_OVERHEAD;
+        if (EQ(c, "Allocate"))
+            return TL_CAT_MEMORY;
+        break;
+    case 5:
+        if (EQ(c, "Trace"))
+            return -1;
+        if (EQ(c, "async"))
+            return TL_CAT_OTHER;
+        break;
+    case 4:
+        if (EQ(c, "Free"))
+            return TL_CAT_MEMORY;
+        break;
+    case 9:
+        if (EQ(c, "cuda_sync"))
+            return TL_CAT_SYNC;
+        break;
+    case 10:
+        if (EQ(c, "gpu_memcpy"))
+            return TL_CAT_MEMCPY;
+        if (EQ(c, "gpu_memset"))
+            return TL_CAT_MEMSET;
+        if (EQ(c, "Dataloader"))
+            return TL_CAT_DATALOADER;
+        if (EQ(c, "xpu_driver"))
+            return TL_CAT_DRIVER;
+        break;
+    case 11:
+        if (EQ(c, "CudaRuntime"))
+            return TL_CAT_RUNTIME;
+        if (EQ(c, "cuda_driver"))
+            return TL_CAT_DRIVER;
+        if (EQ(c, "ProfileStep"))
+            return TL_CAT_STEP;
+        if (EQ(c, "UserDefined"))
+            return TL_CAT_USER;
+        if (EQ(c, "xpu_runtime"))
+            return TL_CAT_RUNTIME;
+        break;
+    case 12:
+        if (EQ(c, "cuda_runtime") || EQ(c, "mtia_runtime"))
+            return TL_CAT_RUNTIME;
+        if (EQ(c, "Optimization"))
+            return TL_CAT_OPTIMIZER;
+        break;
+    case 13:
+        if (EQ(c, "Communication"))
+            return TL_CAT_COMMUNICATION;
+        if (EQ(c, "OperatorInner"))
+            return TL_CAT_OPERATOR_INNER;
+        break;
+    case 15:
+        if (EQ(c, "user_annotation"))
+            return TL_CAT_USER;
+        if (EQ(c, "python_function"))
+            return TL_CAT_PYTHON;
+        if (EQ(c, "mtia_ccp_events"))
+            return TL_CAT_KERNEL;
+        break;
+    case 17:
+        if (EQ(c, "PythonUserDefined"))
+            return TL_CAT_USER;
+        if (EQ(c, "cpu_instant_event"))
+            return TL_CAT_INSTANT;
+        break;
+    case 16:
+        if (EQ(c, "ReservedAllocate"))
+            return TL_CAT_MEMORY;
+        break;
+    case 12 + 7:
+        if (EQ(c, "gpu_user_annotation"))
+            return TL_CAT_GPU_USER;
+        if (EQ(c, "privateuse1_runtime"))
+            return TL_CAT_RUNTIME;
+        break;
+    }
+    if (EQ(c, "ReservedFree"))
+        return TL_CAT_MEMORY;
+    (void)r;
+    return TL_CAT_OTHER;
+}
+
+static uint32_t intern_js(jr *r, jstr s)
+{
+    jstr u = unescape(r, s);
+    return tl_intern(&r->t->strings, u.p, u.len);
+}
+
+/* Paddle appends the duration to names: "matmul[12.345 us]". */
+static jstr strip_paddle_suffix(jstr s)
+{
+    if (s.len < 5 || s.p[s.len - 1] != ']')
+        return s;
+    size_t i = s.len - 1;
+    while (i > 0 && s.p[i] != '[')
+        i--;
+    if (s.p[i] != '[' || i == 0)
+        return s;
+    const char *u = s.p + s.len - 3;
+    if (!(memcmp(u, "us]", 3) == 0 || memcmp(u, "ms]", 3) == 0 || memcmp(u, "ns]", 3) == 0 ||
+          memcmp(u - 0, " s]", 3) == 0))
+        return s;
+    if (!(s.p[i + 1] >= '0' && s.p[i + 1] <= '9'))
+        return s;
+    s.len = i;
+    return s;
+}
+
+static int64_t id_value(jr *r, idval id)
+{
+    if (!id.set)
+        return 0;
+    if (id.numeric)
+        return id.v;
+    /* a name without a number ("Spans"): a stable negative id */
+    return -(int64_t)intern_js(r, id.s) - 1;
+}
+
+static void push_stack(jr *r, uint32_t track, int32_t idx)
+{
+    if (track >= r->nstacks) {
+        uint32_t n = track + 16;
+        r->stacks = realloc(r->stacks, n * sizeof *r->stacks);
+        r->stack_n = realloc(r->stack_n, n * sizeof *r->stack_n);
+        r->stack_cap = realloc(r->stack_cap, n * sizeof *r->stack_cap);
+        if (!r->stacks || !r->stack_n || !r->stack_cap) {
+            tl_error_set(r->err, "%s: out of memory", r->name);
+            longjmp(r->jb, JR_ERROR);
+        }
+        for (uint32_t i = r->nstacks; i < n; i++) {
+            r->stacks[i] = NULL;
+            r->stack_n[i] = r->stack_cap[i] = 0;
+        }
+        r->nstacks = n;
+    }
+    if (r->stack_n[track] == r->stack_cap[track]) {
+        uint32_t nc = r->stack_cap[track] ? r->stack_cap[track] * 2 : 16;
+        int32_t *ns = realloc(r->stacks[track], nc * sizeof *ns);
+        if (!ns) {
+            tl_error_set(r->err, "%s: out of memory", r->name);
+            longjmp(r->jb, JR_ERROR);
+        }
+        r->stacks[track] = ns;
+        r->stack_cap[track] = nc;
+    }
+    r->stacks[track][r->stack_n[track]++] = idx;
+}
+
+static tl_event *add_event(jr *r)
+{
+    tl_event *e = tl_trace_add(r->t);
+    if (!e) {
+        tl_error_set(r->err, "%s: out of memory", r->name);
+        longjmp(r->jb, JR_ERROR);
+    }
+    return e;
+}
+
+static void copy_kind(tl_event *e, jstr name)
+{
+    const char *p = name.p;
+    size_t n = name.len;
+    for (size_t i = 0; i + 4 <= n; i++) {
+        if (p[i + 1] != 't' && p[i] != 'P')
+            continue;
+        if (!memcmp(p + i, "HtoD", 4))
+            e->copy = TL_COPY_HTOD;
+        else if (!memcmp(p + i, "DtoH", 4))
+            e->copy = TL_COPY_DTOH;
+        else if (!memcmp(p + i, "DtoD", 4))
+            e->copy = TL_COPY_DTOD;
+        else if (!memcmp(p + i, "HtoH", 4))
+            e->copy = TL_COPY_HTOH;
+        else if (!memcmp(p + i, "PtoP", 4) || (i + 4 <= n && !memcmp(p + i, "Peer", 4)))
+            e->copy = TL_COPY_PTOP;
+        else
+            continue;
+        break;
+    }
+    for (size_t i = 0; i + 8 <= n; i++)
+        if (p[i] == 'P' && !memcmp(p + i, "Pageable", 8)) {
+            e->flags |= TL_EV_PAGEABLE;
+            break;
+        }
+}
+
+static void add_flow(jr *r, const raw_event *ev)
+{
+    if (r->nflows == r->cap_flows) {
+        size_t nc = r->cap_flows ? r->cap_flows * 2 : 1024;
+        flow *nf = realloc(r->flows, nc * sizeof *nf);
+        if (!nf) {
+            tl_error_set(r->err, "%s: out of memory", r->name);
+            longjmp(r->jb, JR_ERROR);
+        }
+        r->flows = nf;
+        r->cap_flows = nc;
+    }
+    flow *f = &r->flows[r->nflows++];
+    f->id = id_value(r, ev->id);
+    f->ts = ev->ts;
+    f->pid = id_value(r, ev->pid);
+    f->tid = id_value(r, ev->tid);
+    f->start = ev->ph == 's';
+    f->bp_e = (uint8_t)ev->bp_e;
+}
+
+static void commit_event(jr *r, raw_event *ev)
+{
+    tl_trace *t = r->t;
+    char ph = ev->ph;
+    if (!ph)
+        return;
+    if (ev->cat.len)
+        r->saw_cat = 1;
+    if (ph == 'M') {
+        if (EQ(ev->name, "thread_name") && ev->have_arg_name && ev->tid.set) {
+            uint32_t tr =
+                tl_trace_track(t, TL_TRACK_THREAD, id_value(r, ev->pid), id_value(r, ev->tid), -1);
+            t->tracks[tr].name = intern_js(r, ev->arg_name);
+        }
+        return;
+    }
+    int cat = map_cat(r, ev->cat);
+    if (cat < 0)
+        return;
+    jstr name = ev->name;
+    if (r->paddle)
+        name = strip_paddle_suffix(name);
+    if (ev->pid.set && !ev->pid.numeric && EQ(ev->pid.s, "CPU functions"))
+        r->saw_cpu_functions = 1;
+    /* names that decide the category whatever cat says */
+    if (cat == TL_CAT_USER || cat == TL_CAT_OTHER || cat == TL_CAT_STEP) {
+        if (name.len > 13 && (!memcmp(name.p, "ProfilerStep#", 13) ||
+                              (name.len > 12 && !memcmp(name.p, "ProfileStep#", 12))))
+            cat = TL_CAT_STEP;
+    }
+    if ((ph == 'i' || ph == 'I' || ph == 'n') && EQ(name, "[memory]"))
+        cat = TL_CAT_MEMORY;
+    if (cat == TL_CAT_OTHER && !ev->cat.len && (ph == 'X' || ph == 'B'))
+        cat = r->saw_cpu_functions ? TL_CAT_OPERATOR : TL_CAT_USER;
+
+    if (ph == 's' || ph == 'f' || ph == 't') {
+        if (ev->id.set && ev->have_ts)
+            add_flow(r, ev);
+        return;
+    }
+    int device = tl_cat_is_device((tl_cat)cat);
+    int64_t pid = id_value(r, ev->pid), tid = id_value(r, ev->tid);
+    uint32_t track;
+    if (device) {
+        int32_t dev = ev->have_device ? (int32_t)ev->device : (int32_t)pid;
+        int64_t stream = ev->have_stream ? ev->stream : tid;
+        track = tl_trace_track(t, TL_TRACK_STREAM, pid, stream, dev);
+    } else {
+        track = tl_trace_track(t, TL_TRACK_THREAD, pid, tid, -1);
+    }
+
+    switch (ph) {
+    case 'E':
+        if (track < r->nstacks && r->stack_n[track]) {
+            int32_t idx = r->stacks[track][--r->stack_n[track]];
+            tl_event *b = &t->ev[idx];
+            b->dur = ev->ts - b->ts;
+            if (b->dur < 0)
+                b->dur = 0;
+        }
+        return;
+    case 'X':
+    case 'B':
+    case 'i':
+    case 'I':
+    case 'n':
+    case 'C':
+        break;
+    default:
+        return; /* async b/e, object events, samples: not modelled */
+    }
+    if (!ev->have_ts)
+        return;
+    if ((ph == 'i' || ph == 'I') && ev->scope == 'g')
+        return; /* global markers such as "Record Window End" */
+
+    if (ph == 'C') {
+        for (int k = 0; k < ev->nc; k++) {
+            tl_event *e = add_event(r);
+            e->ts = ev->ts;
+            e->cat = TL_CAT_COUNTER;
+            e->track = track;
+            e->flags = TL_EV_INSTANT;
+            if (ev->nc == 1 || jstr_eq(ev->ckey[k], name.p, name.len)) {
+                e->name = intern_js(r, name);
+            } else {
+                jstr u = unescape(r, name);
+                size_t n0 = r->scratch_n;
+                scratch_put(r, u.p, u.len);
+                scratch_put(r, " ", 1);
+                jstr kk = unescape(r, ev->ckey[k]);
+                scratch_put(r, kk.p, kk.len);
+                e->name = tl_intern(&t->strings, r->scratch + n0, r->scratch_n - n0);
+            }
+            double v = ev->cval[k] * 1000.0;
+            e->value = (int64_t)(v < 0 ? v - 0.5 : v + 0.5);
+        }
+        return;
+    }
+
+    tl_event *e = add_event(r);
+    e->ts = ev->ts;
+    e->dur = ph == 'X' && ev->have_dur && ev->dur > 0 ? ev->dur : 0;
+    e->cat = (uint16_t)cat;
+    e->track = track;
+    e->corr = ev->corr;
+    e->name = intern_js(r, name);
+    if (ph != 'X' && ph != 'B')
+        e->flags |= TL_EV_INSTANT;
+    if (ev->have_input_dims)
+        e->args = tl_intern(&t->strings, ev->input_dims.p, ev->input_dims.len);
+    switch (cat) {
+    case TL_CAT_STEP: {
+        size_t h = 0;
+        while (h < name.len && name.p[h] != '#')
+            h++;
+        int64_t n = 0;
+        for (h++; h < name.len && name.p[h] >= '0' && name.p[h] <= '9'; h++)
+            n = n * 10 + (name.p[h] - '0');
+        e->value = n;
+        break;
+    }
+    case TL_CAT_MEMCPY:
+        e->value = ev->bytes;
+        copy_kind(e, name);
+        if (name.len >= 4 && memmem(name.p, name.len, "Sync", 4))
+            e->flags |= TL_EV_SYNC_COPY;
+        break;
+    case TL_CAT_MEMSET:
+        e->value = ev->bytes;
+        break;
+    case TL_CAT_MEMORY:
+        e->value = ev->bytes;
+        e->flags |= TL_EV_INSTANT;
+        e->dur = 0;
+        if ((ev->have_dev_type && ev->dev_type != 0) ||
+            (ev->have_place && (memmem(ev->place.p, ev->place.len, "gpu", 3) ||
+                                memmem(ev->place.p, ev->place.len, "GPU", 3))))
+            e->flags |= TL_EV_MEM_DEVICE;
+        break;
+    }
+    if (ph == 'B')
+        push_stack(r, track, (int32_t)(t->nev - 1));
+}
+
+/* ---- top level --------------------------------------------------------------------------- */
+
+static void parse_device_props(jr *r)
+{
+    expect(r, '[', "'[' starting deviceProperties");
+    if (peek(r, "']' or an object") == ']') {
+        r->pos++;
+        return;
+    }
+    for (;;) {
+        expect(r, '{', "'{' starting a device");
+        int64_t id = -1, mem = 0, sms = 0, ma = 0, mi = 0;
+        jstr name = {0};
+        if (peek(r, "'}' or a key") != '}') {
+            for (;;) {
+                jstr k = lex_string(r);
+                expect(r, ':', "':' after a key");
+                char c = peek(r, "a value");
+                if (c != '"' && c != '{' && c != '[' && c != 't' && c != 'f' && c != 'n') {
+                    int64_t v = to_int(lex_number(r, "a number"));
+                    if (EQ(k, "id"))
+                        id = v;
+                    else if (EQ(k, "totalGlobalMem"))
+                        mem = v;
+                    else if (EQ(k, "numSms") || EQ(k, "smCount"))
+                        sms = v;
+                    else if (EQ(k, "computeMajor"))
+                        ma = v;
+                    else if (EQ(k, "computeMinor"))
+                        mi = v;
+                } else if (c == '"' && EQ(k, "name")) {
+                    name = lex_string(r);
+                } else {
+                    skip_value(r);
+                }
+                c = peek(r, "',' or '}'");
+                r->pos++;
+                if (c == '}')
+                    break;
+                if (c != ',') {
+                    r->pos--;
+                    fail(r, "',' or '}' in a device");
+                }
+            }
+        } else {
+            r->pos++;
+        }
+        if (id >= 0) {
+            tl_device *d = tl_trace_device(r->t, (int32_t)id);
+            if (d) {
+                d->name = intern_js(r, name);
+                d->memory = mem;
+                d->sm_count = (int32_t)sms;
+                d->cc_major = (int32_t)ma;
+                d->cc_minor = (int32_t)mi;
+            }
+        }
+        char c = peek(r, "',' or ']'");
+        r->pos++;
+        if (c == ']')
+            return;
+        if (c != ',') {
+            r->pos--;
+            fail(r, "',' or ']' in deviceProperties");
+        }
+    }
+}
+
+static void parse_dist_info(jr *r)
+{
+    expect(r, '{', "'{' starting distributedInfo");
+    if (peek(r, "'}' or a key") == '}') {
+        r->pos++;
+        return;
+    }
+    for (;;) {
+        jstr k = lex_string(r);
+        expect(r, ':', "':' after a key");
+        char c = peek(r, "a value");
+        if ((EQ(k, "rank") || EQ(k, "world_size")) && c != '"' && c != '{' && c != '[') {
+            int64_t v = to_int(lex_number(r, "a number"));
+            if (EQ(k, "rank"))
+                r->t->rank = (int32_t)v;
+            else
+                r->t->world_size = (int32_t)v;
+        } else {
+            skip_value(r);
+        }
+        c = peek(r, "',' or '}'");
+        r->pos++;
+        if (c == '}')
+            return;
+        if (c != ',') {
+            r->pos--;
+            fail(r, "',' or '}' in distributedInfo");
+        }
+    }
+}
+
+enum {
+    TOP_BEGIN,
+    TOP_KEY,   /* object form: a key or '}' */
+    TOP_AFTER, /* object form: ',' or '}' */
+    ARR_FIRST, /* traceEvents: a value or ']' */
+    ARR_VALUE, /* traceEvents: a value */
+    ARR_AFTER, /* traceEvents: ',' or ']' */
+    TOP_DONE
+};
+
+static int run(jr *r)
+{
+    volatile int state = TOP_BEGIN;
+    volatile int bare = 0;
+    for (;;) {
+        r->mark = r->pos;
+        r->scratch_n = 0;
+        int rc = setjmp(r->jb);
+        if (rc == JR_NEED_MORE) {
+            r->pos = r->mark;
+            if (refill(r) != 0) {
+                /* refill sets eof; the retry will fail with a proper message */
+            }
+            continue;
+        }
+        if (rc == JR_ERROR)
+            return -1;
+        switch (state) {
+        case TOP_BEGIN: {
+            char c = peek(r, "'{' or '['");
+            r->pos++;
+            if (c == '{') {
+                state = TOP_KEY;
+            } else if (c == '[') {
+                bare = 1;
+                state = ARR_FIRST;
+            } else {
+                r->pos--;
+                fail(r, "'{' or '[' at the start of a trace");
+            }
+            break;
+        }
+        case TOP_KEY: {
+            if (peek(r, "a key or '}'") == '}') {
+                r->pos++;
+                state = TOP_DONE;
+                break;
+            }
+            jstr k = lex_string(r);
+            expect(r, ':', "':' after a key");
+            if (EQ(k, "traceEvents")) {
+                expect(r, '[', "'[' starting traceEvents");
+                state = ARR_FIRST;
+                break;
+            }
+            char c = peek(r, "a value");
+            if (EQ(k, "schemaVersion") && c == '"') {
+                r->paddle = 1;
+                r->t->source = TL_SRC_PADDLE;
+                lex_string(r);
+            } else if (EQ(k, "deviceProperties") && c == '[') {
+                parse_device_props(r);
+            } else if (EQ(k, "distributedInfo") && c == '{') {
+                parse_dist_info(r);
+            } else if (EQ(k, "baseTimeNanoseconds") && c != '"' && c != '{' && c != '[') {
+                r->t->wall_offset = to_int(lex_number(r, "a number"));
+            } else {
+                skip_value(r);
+            }
+            state = TOP_AFTER;
+            break;
+        }
+        case TOP_AFTER: {
+            char c = peek(r, "',' or '}'");
+            r->pos++;
+            if (c == ',')
+                state = TOP_KEY;
+            else if (c == '}')
+                state = TOP_DONE;
+            else {
+                r->pos--;
+                fail(r, "',' or '}' between top-level members");
+            }
+            break;
+        }
+        case ARR_FIRST:
+        case ARR_VALUE: {
+            char c = peek(r, "an event");
+            if (c == ']' && state == ARR_FIRST) {
+                r->pos++;
+                state = bare ? TOP_DONE : TOP_AFTER;
+                break;
+            }
+            if (c == '{') {
+                raw_event ev;
+                memset(&ev, 0, sizeof ev);
+                parse_event_fields(r, &ev);
+                commit_event(r, &ev);
+            } else {
+                skip_value(r);
+            }
+            state = ARR_AFTER;
+            break;
+        }
+        case ARR_AFTER: {
+            char c = peek(r, "',' or ']'");
+            r->pos++;
+            if (c == ',')
+                state = ARR_VALUE;
+            else if (c == ']')
+                state = bare ? TOP_DONE : TOP_AFTER;
+            else {
+                r->pos--;
+                fail(r, "',' or ']' between events");
+            }
+            break;
+        }
+        case TOP_DONE: {
+            /* only whitespace may follow */
+            while (r->pos < r->len && is_ws[(unsigned char)r->buf[r->pos]])
+                r->pos++;
+            if (r->pos < r->len)
+                fail(r, "end of input after the trace");
+            if (!r->eof) {
+                r->mark = r->pos;
+                if (refill(r) == 0)
+                    continue;
+            }
+            return 0;
+        }
+        }
+    }
+}
+
+/* Flows are the only link in some traces (old Kineto "async", Paddle "launch"): give both ends
+ * the flow id as their correlation id when they have none. Needs the model sorted by track and
+ * time (after tl_trace_finish). */
+static int32_t find_slice(const tl_trace *t, uint32_t track, int64_t ts, int enclosing)
+{
+    /* binary search for the first event of the track with ts > given ts */
+    size_t lo = 0, hi = t->nev;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        const tl_event *e = &t->ev[mid];
+        if (e->track < track || (e->track == track && e->ts <= ts))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (enclosing) {
+        /* the innermost enclosing span: scan back a little */
+        for (size_t k = lo, n = 0; k > 0 && n < 64; k--, n++) {
+            const tl_event *e = &t->ev[k - 1];
+            if (e->track != track)
+                break;
+            if (e->ts <= ts && ts <= e->ts + e->dur && !(e->flags & TL_EV_INSTANT) &&
+                e->cat != TL_CAT_COUNTER)
+                return (int32_t)(k - 1);
+        }
+        return TL_NONE;
+    }
+    /* the slice starting at ts, or the next one */
+    if (lo > 0 && t->ev[lo - 1].track == track && t->ev[lo - 1].ts == ts)
+        return (int32_t)(lo - 1);
+    if (lo < t->nev && t->ev[lo].track == track)
+        return (int32_t)lo;
+    return TL_NONE;
+}
+
+static int resolve_flows(jr *r)
+{
+    tl_trace *t = r->t;
+    if (!r->nflows)
+        return 0;
+    /* only needed when runtime calls or device work lack correlation ids */
+    size_t missing = 0;
+    for (size_t i = 0; i < t->nev; i++) {
+        const tl_event *e = &t->ev[i];
+        if (!e->corr && (e->cat == TL_CAT_RUNTIME || e->cat == TL_CAT_KERNEL ||
+                         e->cat == TL_CAT_MEMCPY || e->cat == TL_CAT_MEMSET))
+            missing++;
+    }
+    if (!missing)
+        return 0;
+    size_t changed = 0;
+    for (size_t i = 0; i < r->nflows; i++) {
+        const flow *f = &r->flows[i];
+        /* a flow starts on a host thread and ends on a device stream (pid = device) */
+        uint32_t track = UINT32_MAX;
+        for (uint32_t k = 0; k < t->ntracks && track == UINT32_MAX; k++) {
+            const tl_track *tr = &t->tracks[k];
+            if (f->start
+                    ? (tr->kind == TL_TRACK_THREAD && tr->pid == f->pid && tr->tid == f->tid)
+                    : (tr->kind == TL_TRACK_STREAM && tr->device == f->pid && tr->tid == f->tid))
+                track = k;
+        }
+        if (track == UINT32_MAX)
+            continue;
+        int32_t k = find_slice(t, track, f->ts, f->start || f->bp_e);
+        if (k == TL_NONE)
+            continue;
+        tl_event *e = &t->ev[k];
+        if (!e->corr && f->id > 0) {
+            e->corr = f->id;
+            changed++;
+        }
+    }
+    if (changed)
+        return tl_trace_relink(t);
+    return 0;
+}
+
+static void jr_free(jr *r)
+{
+    for (uint32_t i = 0; i < r->nstacks; i++)
+        free(r->stacks[i]);
+    free(r->stacks);
+    free(r->stack_n);
+    free(r->stack_cap);
+    free(r->flows);
+    free(r->scratch);
+    if (!r->in_mem)
+        free(r->buf);
+}
+
+/* Close B events never ended, at the trace's last timestamp. */
+static void close_open_ranges(jr *r)
+{
+    tl_trace *t = r->t;
+    int64_t t0, t1;
+    int any = 0;
+    for (uint32_t k = 0; k < r->nstacks; k++)
+        any |= r->stack_n[k] != 0;
+    if (!any)
+        return;
+    tl_trace_span(t, &t0, &t1);
+    for (uint32_t k = 0; k < r->nstacks; k++)
+        while (r->stack_n[k]) {
+            tl_event *e = &t->ev[r->stacks[k][--r->stack_n[k]]];
+            e->dur = t1 > e->ts ? t1 - e->ts : 0;
+            e->flags |= TL_EV_UNCLOSED;
+            t->unclosed++;
+        }
+}
+
+static int finish(jr *r)
+{
+    tl_trace *t = r->t;
+    close_open_ranges(r);
+    if (t->source == TL_SRC_UNKNOWN)
+        t->source = r->saw_cpu_functions ? TL_SRC_TORCH_LEGACY
+                    : r->saw_cat         ? TL_SRC_KINETO
+                                         : TL_SRC_CHROME;
+    if (tl_trace_finish(t) != 0) {
+        tl_error_set(r->err, "%s: out of memory while ordering events", r->name);
+        return -1;
+    }
+    if (resolve_flows(r) != 0) {
+        tl_error_set(r->err, "%s: out of memory while linking flows", r->name);
+        return -1;
+    }
+    return 0;
+}
+
+int tl_read_json_mem(tl_trace *t, const char *data, size_t len, const char *name, tl_error *err)
+{
+    jr r;
+    memset(&r, 0, sizeof r);
+    r.t = t;
+    r.err = err;
+    r.name = name ? name : "<memory>";
+    r.in_mem = 1;
+    r.eof = 1;
+    /* the lexer relies on a NUL after the data; copy when the caller's buffer has none */
+    char *copy = malloc(len + 1);
+    if (!copy) {
+        tl_error_set(err, "%s: out of memory", r.name);
+        return -1;
+    }
+    memcpy(copy, data, len);
+    copy[len] = 0;
+    r.buf = copy;
+    r.len = len;
+    r.cap = len;
+    int rc = run(&r);
+    if (rc == 0)
+        rc = finish(&r);
+    jr_free(&r);
+    free(copy);
+    return rc;
+}
+
+int tl_read_json(tl_trace *t, const char *path, int progress, tl_error *err)
+{
+    jr r;
+    memset(&r, 0, sizeof r);
+    r.t = t;
+    r.err = err;
+    r.name = path;
+    r.progress = progress;
+    r.t_start = r.t_last = now_s();
+    r.fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (r.fd < 0) {
+        tl_error_set(err, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    unsigned char magic[2] = {0, 0};
+    ssize_t m = pread(r.fd, magic, 2, 0);
+    off_t size = lseek(r.fd, 0, SEEK_END);
+    lseek(r.fd, 0, SEEK_SET);
+    if (m == 2 && magic[0] == 0x1f && magic[1] == 0x8b) {
+        int fd2 = dup(r.fd);
+        r.gz = gzdopen(fd2, "rb");
+        if (!r.gz) {
+            close(fd2);
+            close(r.fd);
+            tl_error_set(err, "%s: cannot open gzip stream", path);
+            return -1;
+        }
+        gzbuffer(r.gz, 1u << 18);
+    } else if (size > 0) {
+        r.total_size = (uint64_t)size;
+    }
+    r.cap = BLOCK;
+    r.buf = malloc(r.cap + 1);
+    if (!r.buf) {
+        tl_error_set(err, "%s: out of memory", path);
+        close(r.fd);
+        return -1;
+    }
+    r.buf[0] = 0;
+    t->path = path;
+    int rc = run(&r);
+    show_progress(&r, 1);
+    if (rc == 0)
+        rc = finish(&r);
+    if (r.gz)
+        gzclose(r.gz);
+    close(r.fd);
+    jr_free(&r);
+    return rc;
+}

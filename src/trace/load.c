@@ -1,0 +1,36 @@
+/*
+ * load.c — tl_load: read any trace tally understands, choosing the reader by content rather
+ * than by name: a .tally file starts with its magic, anything else is taken for JSON (plain or
+ * gzip-compressed; the JSON reader looks at the gzip magic itself).
+ */
+#include "record/format.h"
+#include "trace/model.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+int tl_load(tl_trace *t, const char *path, int progress, tl_error *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        tl_error_set(err, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    char magic[8] = {0};
+    ssize_t n = read(fd, magic, sizeof magic);
+    close(fd);
+    if (n < 0) {
+        tl_error_set(err, "%s: cannot read: %s", path, strerror(errno));
+        return -1;
+    }
+    if (n == 0) {
+        tl_error_set(err, "%s: the file is empty; expected a trace (.tally or JSON)", path);
+        return -1;
+    }
+    t->path = path;
+    if (n == (ssize_t)sizeof magic && memcmp(magic, TALLY__MAGIC, sizeof magic) == 0)
+        return tl_read_tally(t, path, err);
+    return tl_read_json(t, path, progress, err);
+}
