@@ -120,7 +120,7 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             printf("usage: bench_workload [--rounds N] [--steps-per-round N] [model options]\n");
-            llama_options_help(stdout);
+            llama_options_help(stdout, NULL, 1);
             return 0;
         }
         if ((!strcmp(argv[i], "--rounds") || !strcmp(argv[i], "--steps-per-round")) &&

@@ -75,8 +75,10 @@ int llama_config_check(const llama_config *c, char *err, size_t errlen);
  */
 int llama_parse_option(llama_config *c, int argc, char **argv, int *i, char *err, size_t errlen);
 
-/* The help lines of those options, for a command's usage text. */
-void llama_options_help(FILE *f);
+/* The help lines of those options, for a command's usage text, with the defaults of `defaults`
+ * (NULL: llama_config_default's); show_rmsnorm = 0 leaves --rmsnorm out (a command that
+ * describes it itself). */
+void llama_options_help(FILE *f, const llama_config *defaults, int show_rmsnorm);
 
 /* "unfused" / "fused" */
 const char *llama_rmsnorm_name(int kind);

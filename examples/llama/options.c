@@ -92,10 +92,13 @@ static const struct opt {
     {"text-bytes", offsetof(llama_config, text_bytes), "dataloader: bytes of text per token"},
 };
 
-void llama_options_help(FILE *f)
+void llama_options_help(FILE *f, const llama_config *defaults, int show_rmsnorm)
 {
     llama_config d;
-    llama_config_default(&d);
+    if (defaults)
+        d = *defaults;
+    else
+        llama_config_default(&d);
     for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {
         char flag[32];
         snprintf(flag, sizeof flag, "    --%s N", opts[i].name);
@@ -104,8 +107,9 @@ void llama_options_help(FILE *f)
     }
     fprintf(f, "  %-24s %s (default %llu)\n", "    --seed N", "weights and data seed",
             (unsigned long long)d.seed);
-    fprintf(f, "  %-24s %s (default %s)\n", "    --rmsnorm KIND",
-            "unfused (five passes) or fused (one)", llama_rmsnorm_name(d.rmsnorm));
+    if (show_rmsnorm)
+        fprintf(f, "  %-24s %s (default %s)\n", "    --rmsnorm KIND",
+                "unfused (five passes) or fused (one)", llama_rmsnorm_name(d.rmsnorm));
 }
 
 /* "--name" or "--name=value": the value, or NULL when argv[*i] is not --name. */

@@ -6,9 +6,9 @@
  * -o DIR: one warm-up step that the schedule skips (skip_first = 1), then --steps recorded ones.
  * The trace-ready handler notes where each window's files went and lets the default handler write
  * the Chrome JSON; the report is then read back from the .tally file, as `tally report` would, and
- * printed on stdout in the chosen format. `--rmsnorm both` runs one session per RMSNorm kind on the
- * same model and ends with a line comparing their time per rmsnorm call, measured from the two
- * traces.
+ * printed on stdout in the chosen format. By default (`--rmsnorm both`) it runs one session per
+ * RMSNorm kind on the same model and ends with a line comparing their time per rmsnorm call,
+ * measured from the two traces; `--rmsnorm unfused|fused` runs that one only.
  *
  * Exit status: 0; 1 when the session or the report fails; 2 on a usage error.
  */
@@ -39,15 +39,17 @@ static const struct option_def {
     const char *help;
 } options[] = {
     {OPT_OUTPUT, "output", 'o', "DIR", "where the traces go (default ./tally-out)"},
-    {OPT_RMSNORM_BOTH, "rmsnorm", 0, "both", "run unfused, then fused, and compare them"},
+    {OPT_RMSNORM_BOTH, "rmsnorm", 0, "KIND",
+     "both (default): unfused, then fused, and compare; or unfused, fused"},
     {OPT_VIEWS, "views", 0, "LIST", "views to print (default: the summary and operator views)"},
-    {OPT_TOP, "top", 0, "N", "rows of sortable views (default 10; 0 = all)"},
+    {OPT_TOP, "top", 0, "N", "rows of sortable views (default 0 = all)"},
     {OPT_FORMAT, "format", 0, "FMT", "text (default), csv or json, on standard output"},
     {OPT_HELP, "help", 'h', NULL, "this help"},
 };
 #define NOPTIONS    (sizeof options / sizeof options[0])
 
 #define MAX_WINDOWS 16
+#define DEMO_STEPS  6 /* per variant: 2 x (6 + 1 warm-up) steps, about 4 s on 2 cores */
 
 /* Everything one run of the command knows. */
 struct demo {
@@ -91,8 +93,11 @@ static void help(FILE *f)
                      options[i].arg ? options[i].arg : "");
         fprintf(f, "  %-24s %s\n", left, options[i].help);
     }
+    llama_config defaults;
+    llama_config_default(&defaults);
+    defaults.steps = DEMO_STEPS;
     fputs("\nmodel options:\n", f);
-    llama_options_help(f);
+    llama_options_help(f, &defaults, 0);
     fputs(
         "\nTALLY_* environment variables (TALLY_SCHEDULE, TALLY_OUTPUT_DIR, ...) apply as in any\n"
         "profiled program; docs/demo.md describes the workload and what to look for.\n",
@@ -202,7 +207,7 @@ static int run_variant(struct demo *d, llama_model *m, const char *name, struct 
         tl_report_opts ro;
         memset(&ro, 0, sizeof ro);
         ro.views = d->views ? d->views : d->default_views;
-        ro.vo.top = d->top >= 0 ? d->top : d->views ? 0 : 10;
+        ro.vo.top = d->top >= 0 ? d->top : 0;
         ro.fmt = d->fmt;
         ro.unit = TL_UNIT_AUTO;
         ro.header = 1;
@@ -256,6 +261,8 @@ static int parse(struct demo *d, int argc, char **argv)
             i += a[9] == 0;
             continue;
         }
+        if (!strncmp(a, "--rmsnorm", 9))
+            d->both = 0; /* one kind named: run that one only */
         int r = llama_parse_option(&d->cfg, argc, argv, &i, err, sizeof err);
         if (r < 0) {
             fprintf(stderr, "tally demo: %s\n", err);
@@ -337,17 +344,18 @@ static int parse(struct demo *d, int argc, char **argv)
     return 0;
 }
 
-/* The short summary's views, plus the operator view where this build has it: the workload's
- * operators (rmsnorm and its passes, matmul, attention, ...) are TALLY_OPERATOR ranges. */
+/* The short summary's views, plus the operator view where this build has one (else the ops
+ * table): the workload's operators (rmsnorm and its passes, matmul, attention, ...) are
+ * TALLY_OPERATOR ranges, which the ranges view leaves to them. */
 static void make_default_views(struct demo *d)
 {
+    const char *ops = tl_view_lookup("operator") ? "operator" : tl_view_lookup("ops") ? "ops" : "";
     size_t n = 0;
     d->default_views[0] = 0;
     for (int i = 0; i < tl_nview_defs; i++) {
         const tl_view_def *v = &tl_view_defs[i];
-        if (v->needs_device && strcmp(v->name, "operator") != 0)
-            continue;
-        if (!v->in_summary && strcmp(v->name, "operator") != 0)
+        int want = !strcmp(v->name, ops) || (v->in_summary && !v->needs_device);
+        if (!want)
             continue;
         int w = snprintf(d->default_views + n, sizeof d->default_views - n, "%s%s", n ? "," : "",
                          v->name);
@@ -365,6 +373,8 @@ int cmd_demo(int argc, char **argv)
     d.outdir = "tally-out";
     d.fmt = TL_FMT_TEXT;
     d.top = -1;
+    d.both = 1;      /* the default shows the fused/unfused comparison */
+    d.cfg.steps = 6; /* per variant: 2 x (6 + 1 warm-up) steps in ~4 s on 2 cores */
     make_default_views(&d);
     int rc = parse(&d, argc, argv);
     if (rc != 0)

@@ -5,10 +5,11 @@ Run on a machine with a GPU and a CUDA build of PyTorch (2.x):
     python3 tests/data/torch_cuda_gen.py OUTDIR
 It writes into OUTDIR
   torch_cuda_mlp.trace.json.gz  prof.export_chrome_trace() (Kineto JSON, gzipped)
-  torch_cuda_mlp.tables.txt     key_averages().table(...) for several sort keys, each block
+  torch_cuda_mlp.tables.txt.gz  key_averages().table(...) for several sort keys, each block
                                 introduced by a line "=== <sort_by> [group_by_input_shape]"
 tests/unit/test_ops_torch_cuda.c compares `tally ops` on the trace with those tables.
 """
+import gzip
 import os
 import sys
 import torch
@@ -51,7 +52,7 @@ with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_sh
 prof.export_chrome_trace(os.path.join(out, "torch_cuda_mlp.trace.json.gz"))
 
 kw = dict(row_limit=-1, max_name_column_width=200)
-with open(os.path.join(out, "torch_cuda_mlp.tables.txt"), "w") as f:
+with gzip.open(os.path.join(out, "torch_cuda_mlp.tables.txt.gz"), "wt") as f:
     f.write("# torch %s, key_averages().table(sort_by=..., row_limit=-1, "
             "max_name_column_width=200)\n" % torch.__version__)
     for key in ["self_cuda_time_total", "cuda_time_total", "cpu_time_total",

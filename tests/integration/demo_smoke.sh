@@ -41,8 +41,9 @@ for name in decoder_layer attention_block mlp_block decoder_layer_backward read_
   grep -qE "(^|[[:space:]])$name([[:space:]]|$)" "$work/report.txt" ||
     { cat "$work/report.txt" >&2; fail "no '$name' row in the ranges view"; }
 done
-# Operator ranges (TALLY_OPERATOR) are shown by the operator view, where the build has it.
-if "$TALLY" report --help | grep -qE '^[[:space:]]+operator[[:space:]]'; then
+# Operator ranges (TALLY_OPERATOR) are shown by the operator view (or the ops table), where the
+# build has one.
+if "$TALLY" report --help | grep -qE '^[[:space:]]+(operator|ops)[[:space:]]'; then
   for name in rmsnorm rmsnorm.pow rmsnorm.mean rmsnorm.add_eps rmsnorm.rsqrt rmsnorm.mul matmul \
               attention rope swiglu lm_head matmul.worker adamw; do
     grep -qE "(^|[[:space:]])$name([[:space:]]|$)" "$work/report.txt" ||

@@ -4,8 +4,9 @@
  * tests/data/torch_gen.py profiled a small MLP with Debian's python3-torch (1.13, CPU only),
  * exported the trace (the older exporter: a bare array of "X" events, integer microseconds,
  * no categories, shapes or memory) and printed key_averages().table() for several sort keys.
- * This test reads that trace with a loader of its own (so it does not depend on the JSON
- * reader), computes the ops view with the same sort key, and compares every row: name, calls,
+ * This test reads that trace with a loader of its own (so that the view is checked apart from
+ * the JSON reader) and with tl_load, computes the ops view with the same sort key, and
+ * compares every row: name, calls,
  * Self CPU, CPU total, CPU time avg and both percentages, and the footer total. The memory and
  * input-shape columns are not in that trace format and are checked by test_ops_table.c.
  */
@@ -286,6 +287,28 @@ TEST(ops_matches_torch_tables)
     tl_trace_free(&t);
 }
 
+/* The same comparison with the trace read by tally's own reader (tl_load). */
+TEST(ops_matches_torch_tables_through_reader)
+{
+    tl_trace t;
+    tl_trace_init(&t);
+    tl_error err = {{0}};
+    int rc = tl_load(&t, DATA "torch_mlp.trace.json", 0, &err);
+    CHECK_EQ_INT(rc, 0);
+    if (rc != 0) {
+        fprintf(stderr, "  %s\n", err.msg);
+        tl_trace_free(&t);
+        return;
+    }
+    if (!t.finished)
+        tl_trace_finish(&t);
+    int nt = parse_tables(DATA "torch_mlp.tables.txt", tabs, 8);
+    for (int i = 0; i < nt; i++)
+        if (!tabs[i].shapes)
+            check_block(&t, &tabs[i], strstr(tabs[i].key, "memory") == NULL);
+    tl_trace_free(&t);
+}
+
 /* The step rows: three ProfilerStep#N events aggregate into one "ProfilerStep*" row. */
 TEST(ops_steps_aggregate)
 {
@@ -312,6 +335,7 @@ TEST(ops_steps_aggregate)
 int main(void)
 {
     RUN(ops_matches_torch_tables);
+    RUN(ops_matches_torch_tables_through_reader);
     RUN(ops_steps_aggregate);
     return test_summary();
 }

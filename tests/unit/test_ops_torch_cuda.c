@@ -4,7 +4,8 @@
  * tests/data/torch_cuda_gen.py profiled a small MLP on an H100 with PyTorch 2.11 (Kineto:
  * CPU + CUDA activities, record_shapes, profile_memory, a schedule with three active steps;
  * the backward pass runs on autograd's own thread), exported the Kineto trace and printed
- * key_averages().table() for several sort keys and once grouped by input shape. This test
+ * key_averages().table() for several sort keys and once grouped by input shape (stored
+ * gzipped). This test
  * reads the trace with tl_load and compares every row PyTorch printed: name, calls, Self CPU,
  * CPU total, CPU time avg, Self CUDA, CUDA total, CUDA time avg, the four memory columns and
  * the percentages, the order of the rows, and both footer totals.
@@ -80,15 +81,22 @@ static int split(const char *sep, const char *line, char out[][CELL], int maxc)
     return c;
 }
 
+/* Read the tables (gzipped: PyTorch pads names to 200 columns) line by line. */
 static int parse_tables(const char *path, ptable *tabs, int max)
 {
-    FILE *f = fopen(path, "r");
-    if (!f)
+    size_t len;
+    char *text = test_read_file(path, &len);
+    if (!text)
         return -1;
     static char line[4096], sep[4096];
     char titles[MAXC][CELL];
+    const char *cur = text, *endp = text + len;
     int nt = -1, state = 0;
-    while (fgets(line, sizeof line, f)) {
+    while (cur < endp) {
+        const char *nl = memchr(cur, '\n', (size_t)(endp - cur));
+        size_t ll = nl ? (size_t)(nl - cur) + 1 : (size_t)(endp - cur);
+        copy_str(line, sizeof line, cur, ll);
+        cur += ll;
         if (!strncmp(line, "=== ", 4)) {
             if (nt + 1 >= max)
                 break;
@@ -135,7 +143,7 @@ static int parse_tables(const char *path, ptable *tabs, int max)
             trim(p->footer_cuda);
         }
     }
-    fclose(f);
+    free(text);
     return nt + 1;
 }
 
@@ -340,7 +348,7 @@ TEST(ops_matches_torch_cuda_tables)
     }
     if (!t.finished)
         tl_trace_finish(&t);
-    int nt = parse_tables(DATA "torch_cuda_mlp.tables.txt", tabs, 10);
+    int nt = parse_tables(DATA "torch_cuda_mlp.tables.txt.gz", tabs, 10);
     CHECK(nt >= 8);
     for (int i = 0; i < nt; i++) {
         int before = test_failures;

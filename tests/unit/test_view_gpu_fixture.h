@@ -29,8 +29,8 @@
 
 #define US 1000LL
 
-static tl_event *fx_add(tl_trace *t, uint32_t track, tl_cat cat, const char *name, int64_t ts_us,
-                        int64_t dur_us, int64_t corr)
+static inline tl_event *fx_add(tl_trace *t, uint32_t track, tl_cat cat, const char *name,
+                               int64_t ts_us, int64_t dur_us, int64_t corr)
 {
     tl_event *e = tl_trace_add(t);
     e->track = track;
@@ -42,7 +42,7 @@ static tl_event *fx_add(tl_trace *t, uint32_t track, tl_cat cat, const char *nam
     return e;
 }
 
-static void fx_gpu_trace(tl_trace *t)
+static inline void fx_gpu_trace(tl_trace *t)
 {
     tl_trace_init(t);
     uint32_t h = tl_trace_track(t, TL_TRACK_THREAD, 1, 1, -1);
@@ -93,7 +93,7 @@ static void fx_gpu_trace(tl_trace *t)
 
 /* Cell helpers: the row whose first column is name (after skipping `skip` matches), -1 if
  * none. */
-static int fx_row(const tl_table *tab, const char *name, int skip)
+static inline int fx_row(const tl_table *tab, const char *name, int skip)
 {
     for (int r = 0; r < tab->nrows; r++) {
         const char *s = tab->cells[(size_t)r * tab->ncols].s;
@@ -103,7 +103,7 @@ static int fx_row(const tl_table *tab, const char *name, int skip)
     return -1;
 }
 
-static const tl_cell *fx_cell(const tl_table *tab, int r, const char *key)
+static inline const tl_cell *fx_cell(const tl_table *tab, int r, const char *key)
 {
     static const tl_cell none = {0};
     int c = tl_table_find_col(tab, key);

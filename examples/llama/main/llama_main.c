@@ -28,7 +28,7 @@ static void usage(FILE *f)
           "  --no-profile           run without starting a tally session\n"
           "  --warmup N             warm-up steps, not recorded (default 1)\n",
           f);
-    llama_options_help(f);
+    llama_options_help(f, NULL, 1);
 }
 
 static double now_s(void)
