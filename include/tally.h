@@ -199,7 +199,8 @@ TALLY_API void tally_counter(const tally_srcloc *loc, double value);
 /* Name the calling thread in the trace (copied). */
 TALLY_API void tally_thread_name(const char *name);
 
-/* Internal: the hot path's gate, exported so that macros stay inline-cheap. */
+/* Internal: the hot path's gate, exported so that macros stay inline-cheap:
+ * 0 no session, 1 recording, 2 session running with the active window closed, 3 timer-only. */
 TALLY_API extern volatile int tally__recording;
 
 /* ---------------------------------------------------------------------------------------------
@@ -228,7 +229,7 @@ TALLY_API extern volatile int tally__recording;
 /* A range from here to the end of the enclosing block (needs GCC or Clang cleanup). */
 #define TALLY_ZONE(name, cat)                                                                      \
     TALLY__LOC(TALLY__CAT(tally__loc_, __LINE__), name, cat);                                      \
-    __attribute__((cleanup(tally__zone_end))) int TALLY__CAT(tally__zone_, __LINE__) =             \
+    __attribute__((cleanup(tally__zone_end), unused)) int TALLY__CAT(tally__zone_, __LINE__) =             \
         (tally_push(&TALLY__CAT(tally__loc_, __LINE__)), 0)
 
 #define TALLY_PUSH(name, cat)                                                                      \

@@ -619,12 +619,13 @@ static int finish_events(rd *r)
     int64_t end = r->have_end ? r->end_ns : r->max_ns;
     if (end < r->max_ns)
         end = r->max_ns;
-    /* ranges still open: closed at the end, flagged; a step closed only by stop in a trace
-     * where the program never closed a step is not a step at all: dropped */
+    /* ranges still open: closed at the end, flagged. A step closed only by stop is not a step:
+     * what runs between the last tally_step and tally_stop (often nothing) would otherwise show
+     * up as a near-empty step that drags the minimum step time and throughput down. */
     size_t w = 0;
     for (size_t i = 0; i < t->nev; i++) {
         tl_event *e = &t->ev[i];
-        if (e->cat == TL_CAT_STEP && !r->any_step_end)
+        if (e->cat == TL_CAT_STEP && (!r->any_step_end || e->dur < 0))
             continue;
         if (e->dur < 0) {
             e->dur = end >= e->ts ? end - e->ts : 0;

@@ -2,7 +2,8 @@
  * test_llama_model.c — the built-in workload computes what it claims: deterministic and finite
  * outputs (the same for any thread count), the fused and unfused RMSNorm agree with each other
  * and with a double-precision reference, decoding with the KV cache gives the logits of a full
- * recomputation, and the optimizer lowers the loss of a batch it keeps seeing.
+ * recomputation, the exact parts of the backward pass agree with finite differences, the
+ * optimizer lowers the loss of a batch it keeps seeing, and the thread pool runs every task once.
  *
  * The model's sources are compiled into this test with TALLY_DISABLE, which also checks that
  * the workload builds with every tally macro compiled away.
@@ -16,6 +17,7 @@
 #include "testlib.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 static llama_config tiny(int threads)
@@ -190,6 +192,100 @@ TEST(optimizer_lowers_the_loss_of_a_repeated_batch)
     llama_free(m);
 }
 
+/* The parts of the backward pass that are exact (cross-entropy, LM head, the final RMSNorm, and
+ * the last layer's MLP, whose input gradient comes straight from them) against central finite
+ * differences of the loss, at the entry with the largest gradient of each tensor. */
+static double loss_now(llama_model *m, int T)
+{
+    forward(m, m->tokens, m->c.batch, m->c.seq, 0);
+    return cross_entropy(m, T);
+}
+
+static void check_grad(llama_model *m, float *w, size_t n, const char *what)
+{
+    int T = m->c.batch * m->c.seq;
+    const float *g = m->grads + (w - m->params);
+    size_t best = 0;
+    for (size_t i = 1; i < n; i++)
+        best = fabsf(g[i]) > fabsf(g[best]) ? i : best;
+    float keep = w[best], h = 1e-2f;
+    w[best] = keep + h;
+    double lp = loss_now(m, T);
+    w[best] = keep - h;
+    double lm = loss_now(m, T);
+    w[best] = keep;
+    double fd = (lp - lm) / (2.0 * h);
+    double tol = 0.02 * fabs(fd) + 1e-4;
+    if (fabs(fd - g[best]) > tol)
+        fprintf(stderr, "%s[%zu]: backward %g, finite difference %g\n", what, best, g[best], fd);
+    CHECK(fabs(fd - g[best]) <= tol);
+    CHECK(fabs(g[best]) > 1e-4); /* a gradient worth checking */
+}
+
+TEST(exact_gradients_match_finite_differences)
+{
+    llama_config c = tiny(2);
+    char err[128];
+    llama_model *m = llama_create(&c, err, sizeof err);
+    CHECK(m != NULL);
+    if (!m)
+        return;
+    int T = c.batch * c.seq, D = c.dim, F = c.ffn, L = c.layers;
+    dataloader(m, 3);
+    loss_now(m, T);
+    memset(m->grads, 0, m->nparams * sizeof(float));
+    backward(m, T);
+    check_grad(m, m->lm_head, (size_t)c.vocab * D, "lm_head");
+    check_grad(m, m->final_norm, (size_t)D, "final_norm");
+    check_grad(m, m->L[L - 1].w2, (size_t)D * F, "w2");
+    check_grad(m, m->L[L - 1].w1, (size_t)F * D, "w1");
+    check_grad(m, m->L[L - 1].w3, (size_t)F * D, "w3");
+    check_grad(m, m->L[L - 1].ffn_norm, (size_t)D, "ffn_norm");
+    llama_free(m);
+}
+
+typedef struct count_ctx {
+    atomic_int hits[64];
+    atomic_int wrong_thread;
+    int nthreads;
+} count_ctx;
+
+static void count_task(void *ctx, int task, int thread)
+{
+    count_ctx *c = ctx;
+    atomic_fetch_add(&c->hits[task], 1);
+    if (thread < 0 || thread >= c->nthreads)
+        atomic_fetch_add(&c->wrong_thread, 1);
+}
+
+TEST(pool_runs_every_task_exactly_once)
+{
+    for (int threads = 1; threads <= 4; threads++) {
+        pool *p = pool_create(threads);
+        CHECK(p != NULL);
+        if (!p)
+            continue;
+        count_ctx c;
+        memset(&c, 0, sizeof c);
+        c.nthreads = pool_threads(p);
+        CHECK_EQ_INT(c.nthreads, threads);
+        enum { RUNS = 2000 };
+        for (int r = 0; r < RUNS; r++)
+            pool_run(p, count_task, &c, 1 + r % 64);
+        pool_run(p, count_task, &c, 0); /* nothing to do: returns at once */
+        int ok = 1;
+        for (int t = 0; t < 64; t++) {
+            int expect = 0; /* runs with more than t tasks */
+            for (int r = 0; r < RUNS; r++)
+                expect += 1 + r % 64 > t;
+            ok &= atomic_load(&c.hits[t]) == expect;
+        }
+        CHECK(ok);
+        CHECK_EQ_INT(atomic_load(&c.wrong_thread), 0);
+        pool_destroy(p);
+    }
+}
+
 TEST(options_parse_and_check)
 {
     llama_config c;
@@ -229,6 +325,8 @@ int main(void)
     RUN(fused_and_unfused_rmsnorm_agree);
     RUN(kv_cache_decode_matches_recomputation);
     RUN(optimizer_lowers_the_loss_of_a_repeated_batch);
+    RUN(exact_gradients_match_finite_differences);
+    RUN(pool_runs_every_task_exactly_once);
     RUN(options_parse_and_check);
     return test_summary();
 }
