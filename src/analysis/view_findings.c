@@ -235,7 +235,9 @@ static void check_launch_bound(ctx *c)
         ktime += s->kernel_time;
         ctime += s->call_time;
         linked += s->linked;
-        wait += s->wait[TL_WAIT_HOST] + s->wait[TL_WAIT_KERNEL];
+        /* the most-waiting stream: sums over streams that wait at once would exceed the window */
+        if (s->wait[TL_WAIT_HOST] + s->wait[TL_WAIT_KERNEL] > wait)
+            wait = s->wait[TL_WAIT_HOST] + s->wait[TL_WAIT_KERNEL];
     }
     double share = pct(nshort, kernels);
     if (nshort < SHORT_COUNT_MIN || share < SHORT_SHARE_MIN || wait <= 0)
@@ -342,14 +344,21 @@ static void check_long_gaps(ctx *c)
     const tl_idle *x = &c->idle;
     int64_t n = 0, total = 0;
     const tl_gap *g = NULL;
-    for (size_t i = 0; i < x->ngaps; i++) {
-        int64_t len = x->gaps[i].e - x->gaps[i].s;
-        if (len < LONG_GAP_NS)
-            continue;
-        n++;
-        total += len;
-        if (!g || len > g->e - g->s)
-            g = &x->gaps[i];
+    /* time at stake: the long gaps of the stream that has the most of them (streams idle at
+     * the same time would otherwise count twice) */
+    for (size_t k = 0; k < x->nstreams; k++) {
+        int64_t sum = 0;
+        for (size_t i = 0; i < x->ngaps; i++) {
+            int64_t len = x->gaps[i].e - x->gaps[i].s;
+            if (len < LONG_GAP_NS || x->gaps[i].track != x->streams[k].track)
+                continue;
+            n++;
+            sum += len;
+            if (!g || len > g->e - g->s)
+                g = &x->gaps[i];
+        }
+        if (sum > total)
+            total = sum;
     }
     if (!n)
         return;

@@ -264,8 +264,9 @@ tl_table *tl_view_overview(const tl_trace *t, const tl_view_opts *o, tl_error *e
             add_row(g, dnames[d], d == D_COMM ? 1 : 0, dev[d].calls, tl_ivset_length(&dev[d].iv),
                     w.total);
         }
-        tl_table_note(g, "GPU time is the union over all streams and devices of the work "
-                         "launched in the window; ratios are against the host step time.");
+        tl_table_note(
+            g, "GPU time is the union over all streams and devices of the work "
+               "launched in the window; ratios are against the profiled window (host steps).");
         if (dev[D_COMM].calls)
             tl_table_note(g, "Communication: NCCL/RCCL/oneCCL kernels, also counted in Kernel.");
     }

@@ -76,7 +76,7 @@ static void cost_row(tl_table *tab, const char *name, const int64_t *v, int n, i
 tl_table *tl_view_perf(const tl_trace *t, const tl_view_opts *o, tl_error *err)
 {
     (void)o;
-    int n = 0;
+    int n = 0, n_all = 0;
     for (size_t i = 0; i < t->nev; i++)
         n += t->ev[i].cat == TL_CAT_STEP && t->ev[i].dur > 0;
     tl_table *tab = tl_table_new("Perf Summary", "perf", cost_cols, P_NCOLS);
@@ -90,6 +90,7 @@ tl_table *tl_view_perf(const tl_trace *t, const tl_view_opts *o, tl_error *err)
         goto done;
     }
     int k = 0;
+    n_all = n;
     for (size_t i = 0; i < t->nev; i++) {
         const tl_event *e = &t->ev[i];
         if (e->cat == TL_CAT_STEP && e->dur > 0) {
@@ -100,6 +101,38 @@ tl_table *tl_view_perf(const tl_trace *t, const tl_view_opts *o, tl_error *err)
         }
     }
     qsort(st, (size_t)n, sizeof *st, pstep_cmp);
+
+    /* Samples per step: the recorder's per-step counts, in step order. They match the steps of
+     * the trace one to one, or by step number when the trace holds a part of the run. */
+    int samples_mode = 0;
+    if (t->nsteps_samples == (size_t)n) {
+        samples_mode = 1;
+        for (int j = 0; j < n; j++)
+            st[j].samples = t->step_samples[j];
+    } else if (t->nsteps_samples > 0) {
+        samples_mode = 1;
+        for (int j = 0; j < n; j++) {
+            if (st[j].number < 0 || (size_t)st[j].number >= t->nsteps_samples) {
+                samples_mode = 0;
+                break;
+            }
+            st[j].samples = t->step_samples[st[j].number];
+        }
+    }
+    if (samples_mode) {
+        int64_t sum = 0;
+        for (int j = 0; j < n; j++)
+            sum += st[j].samples;
+        if (sum <= 0)
+            samples_mode = 0;
+    }
+    /* tally closes the step that is open at tally_stop: with sample counts, that last step
+     * has none (it was not ended by tally_step) and is not a batch; leave it out. */
+    int cut_last = 0;
+    if (samples_mode && n > 1 && st[n - 1].samples == 0) {
+        n--;
+        cut_last = 1;
+    }
 
     /* Dataloader ranges cut to each step; the union per step is its reader cost. */
     int any_reader = 0;
@@ -146,33 +179,12 @@ tl_table *tl_view_perf(const tl_trace *t, const tl_view_opts *o, tl_error *err)
         tl_table_note(tab, "Reader Ratio: %.3f%% (reader time / step time)",
                       batch_total > 0 ? 100.0 * (double)reader_total / (double)batch_total : 0.0);
     }
+    if (cut_last)
+        tl_table_note(tab, "The last step, closed by the end of profiling rather than by "
+                           "tally_step, is left out.");
     tl_table_note(tab, "batch_cost = step duration; reader_cost = time in Dataloader ranges "
                        "within the step; every step counts once.");
 
-    /* Samples per step: the recorder's per-step counts, in step order. They match the steps of
-     * the trace one to one, or by step number when the trace holds a part of the run. */
-    int samples_mode = 0;
-    if (t->nsteps_samples == (size_t)n) {
-        samples_mode = 1;
-        for (int j = 0; j < n; j++)
-            st[j].samples = t->step_samples[j];
-    } else if (t->nsteps_samples > 0) {
-        samples_mode = 1;
-        for (int j = 0; j < n; j++) {
-            if (st[j].number < 0 || (size_t)st[j].number >= t->nsteps_samples) {
-                samples_mode = 0;
-                break;
-            }
-            st[j].samples = t->step_samples[st[j].number];
-        }
-    }
-    if (samples_mode) {
-        int64_t sum = 0;
-        for (int j = 0; j < n; j++)
-            sum += st[j].samples;
-        if (sum <= 0)
-            samples_mode = 0;
-    }
     tl_table *ips = tl_table_new("Throughput", "perf_ips", ips_cols, I_NCOLS);
     if (!ips)
         goto oom;
@@ -205,7 +217,7 @@ tl_table *tl_view_perf(const tl_trace *t, const tl_view_opts *o, tl_error *err)
     tl_table_note(ips, "Avg = all %s / all step time; Max/Min = per-step rates.",
                   samples_mode ? "samples" : "steps");
 done:
-    for (int j = 0; j < n; j++)
+    for (int j = 0; j < n_all; j++)
         tl_ivset_free(&rd[j]);
     free(rd);
     free(st);
@@ -213,7 +225,7 @@ done:
     return tab;
 oom:
     if (rd)
-        for (int j = 0; j < n; j++)
+        for (int j = 0; j < n_all; j++)
             tl_ivset_free(&rd[j]);
     free(rd);
     free(st);

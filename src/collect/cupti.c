@@ -285,6 +285,22 @@ static void at_exit_flush(void)
         fprintf(stderr, "tally: CUPTI dropped %llu activity records (buffers full)\n", d);
 }
 
+/* Non-zero when the comma-separated list has the item. */
+static int list_has(const char *list, const char *item)
+{
+    size_t n = strlen(item);
+    for (const char *p = list; *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && strncmp(p, item, n) == 0)
+            return 1;
+        if (!e)
+            break;
+        p = e + 1;
+    }
+    return 0;
+}
+
 static int start_locked(void)
 {
     void *h = open_cupti();
@@ -365,23 +381,31 @@ static int start_locked(void)
                 result_str(r));
         return TALLY_ENOTSUP;
     }
-    static const CUpti_ActivityKind kinds[] = {
-        CUPTI_ACTIVITY_KIND_DEVICE,
-        CUPTI_ACTIVITY_KIND_CONTEXT,
-        CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
-        CUPTI_ACTIVITY_KIND_MEMCPY,
-        CUPTI_ACTIVITY_KIND_MEMCPY2,
-        CUPTI_ACTIVITY_KIND_MEMSET,
-        CUPTI_ACTIVITY_KIND_RUNTIME,
-        CUPTI_ACTIVITY_KIND_DRIVER,
-        CUPTI_ACTIVITY_KIND_MEMORY2,
-        CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
-        CUPTI_ACTIVITY_KIND_OVERHEAD,
+    /* Which kinds: TALLY_CUPTI_KINDS="kernel,memcpy,memset,runtime,driver,memory,sync,overhead"
+     * (default: all). Device and context records are always on (names, context -> device). */
+    static const struct {
+        const char *name;
+        CUpti_ActivityKind kind;
+    } kinds[] = {
+        {NULL, CUPTI_ACTIVITY_KIND_DEVICE},
+        {NULL, CUPTI_ACTIVITY_KIND_CONTEXT},
+        {"kernel", CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL},
+        {"memcpy", CUPTI_ACTIVITY_KIND_MEMCPY},
+        {"memcpy", CUPTI_ACTIVITY_KIND_MEMCPY2},
+        {"memset", CUPTI_ACTIVITY_KIND_MEMSET},
+        {"runtime", CUPTI_ACTIVITY_KIND_RUNTIME},
+        {"driver", CUPTI_ACTIVITY_KIND_DRIVER},
+        {"memory", CUPTI_ACTIVITY_KIND_MEMORY2},
+        {"sync", CUPTI_ACTIVITY_KIND_SYNCHRONIZATION},
+        {"overhead", CUPTI_ACTIVITY_KIND_OVERHEAD},
     };
+    const char *want = getenv("TALLY_CUPTI_KINDS");
     int enabled = 0;
     CUptiResult last = CUPTI_SUCCESS;
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
-        CUptiResult e = api.Enable(kinds[i]);
+        if (want && *want && kinds[i].name && !list_has(want, kinds[i].name))
+            continue;
+        CUptiResult e = api.Enable(kinds[i].kind);
         if (e == CUPTI_SUCCESS)
             enabled++;
         else

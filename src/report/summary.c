@@ -2,8 +2,9 @@
  * summary.c — the registry of report views and the writer of a whole report.
  *
  * The registry is one table, in print order (Paddle's order: device, overview, model, perf,
- * distributed, operator, kernel, memcpy, ranges; then ops, gaps, and findings last). A view is added by adding a line: its name on the command line, its function
- * (declared in analysis/views.h), whether it needs device events, whether it takes --sort and
+ * distributed, operator, kernel, memcpy, ranges; then ops, gaps, and findings last). A view is
+ * added by adding a line: its name on the command line, its function (declared in
+ * analysis/views.h), whether it needs device events, whether it takes --sort and
  * --top, whether it belongs to the short summary printed after a run.
  *
  * A report is computed in full before anything is written, so that a bad --sort key or a
@@ -18,11 +19,16 @@
 /* clang-format off */
 const tl_view_def tl_view_defs[] = {
     /* name         function             device sort  summary help */
+    {"device",      tl_view_device,      1,     0,    1,      "per device and stream: busy time (kernels, copies), utilization"},
     {"overview",    tl_view_overview,    0,     0,    1,      "time per event type (interval union), ratio to the step time"},
     {"model",       tl_view_model,       0,     0,    1,      "per step: Dataloader, Forward, Backward, Optimization, Other"},
     {"perf",        tl_view_perf,        0,     0,    1,      "step time, reader cost, throughput: avg/max/min"},
     {"distributed", tl_view_distributed, 1,     0,    0,      "communication vs computation and their overlap"},
+    {"operator",    tl_view_operator,    0,     1,    0,      "host operators: calls, CPU total/self, GPU time of their kernels"},
+    {"kernel",      tl_view_kernel,      1,     1,    1,      "kernels by name: calls, total/avg/max/min, share of GPU time"},
+    {"memcpy",      tl_view_memcpy,      1,     1,    0,      "copies by kind and memsets: calls, bytes, time, GB/s"},
     {"ranges",      tl_view_ranges,      0,     1,    1,      "user-defined ranges by name: calls, total, self, avg/max/min"},
+    {"ops",         tl_view_ops,         0,     1,    0,      "PyTorch's key_averages().table(): self/total CPU and CUDA time"},
     {"gaps",        tl_view_gaps,        1,     1,    0,      "GPU idle time, its causes, kernel launches"},
     {"findings",    tl_view_findings,    0,     0,    1,      "ranked findings with their evidence (printed last)"},
 };
@@ -234,8 +240,9 @@ int tl_report_write(FILE *f, const tl_trace *t, const tl_report_opts *o, tl_erro
                          "and the operator, kernel and gaps views)",
                          o->vo.sort);
         else
-            tl_error_set(err, "unknown sort key '%s' for the selected views (%s takes its column "
-                              "keys or titles, e.g. total_us, self_us, calls)",
+            tl_error_set(err,
+                         "unknown sort key '%s' for the selected views (%s takes its column "
+                         "keys or titles, e.g. total_us, self_us, calls)",
                          o->vo.sort, first_sortable);
         rc = -1;
         goto out;

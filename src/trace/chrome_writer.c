@@ -355,6 +355,9 @@ static void write_event(jw *w, const tl_trace *t, const tl_event *e, int64_t bas
         SEP();
         LIT(w, "\"Device Type\":");
         jw_i64(w, (e->flags & TL_EV_MEM_DEVICE) ? 1 : 0);
+        /* the model keeps no device index for memory events: 0 for device memory, -1 host */
+        LIT(w, ",\"Device Id\":");
+        jw_i64(w, (e->flags & TL_EV_MEM_DEVICE) ? 0 : -1);
         LIT(w, ",\"Bytes\":");
         jw_i64(w, e->value);
     } else if (cat == TL_CAT_STEP) {
@@ -427,8 +430,11 @@ static void write_metadata(jw *w, const tl_trace *t)
                 jw_i64(w, 0x1000000 + tr->device);
                 LIT(w, "}},\n");
             } else {
+                /* the model keeps no process name; Kineto writes the executable's */
                 jw_i64(w, tr->pid);
-                LIT(w, ",\"tid\":0,\"args\":{\"name\":\"python\"}},\n");
+                LIT(w, ",\"tid\":0,\"args\":{\"name\":\"process ");
+                jw_i64(w, tr->pid);
+                LIT(w, "\"}},\n");
             }
         }
         LIT(w, "{\"name\":\"thread_name\",\"ph\":\"M\",\"ts\":0");
@@ -539,8 +545,10 @@ int tl_write_chrome(const tl_trace *t, const char *path, tl_error *err)
         return -1;
     }
     if (gz) {
-        /* level 1: traces compress 10-20x even so, and the writer stays fast */
-        w.gz = gzopen(path, "wb1");
+        /* level 3: on bench_export's 2 M-event trace zlib deflates level 1 and 3 at the same
+         * speed (~270-390 MB/s in) but level 3 writes 12.5x smaller output against 10.2x;
+         * level 6 is 3-4x slower for 14.5x. */
+        w.gz = gzopen(path, "wb3");
         if (!w.gz) {
             tl_error_set(err, "%s: cannot create: %s", path, strerror(errno));
             free(w.buf);

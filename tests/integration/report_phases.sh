@@ -35,7 +35,7 @@ for s in full:
     assert abs(parts - s["step_us"]) < 0.002, (parts, s["step_us"])  # adds up exactly
 ov = {row["type"]: row for row in r["overview"]["rows"]}
 total = sum(ov[k]["ratio_pct"] for k in ("Dataloader", "Forward", "Backward", "Optimization", "Other"))
-assert abs(total - 100.0) < 1e-6, total
+assert abs(total - 100.0) < 0.01, total  # each ratio is printed to 4 decimals
 assert ov["Forward"]["calls"] == 8  # the nested forward is a call of its own in the union
 m = {row["name"]: row for row in r["model"]["rows"]}
 assert m["Forward"]["calls"] == 4, m["Forward"]  # ... but the Model counts the outermost only

@@ -62,6 +62,30 @@ TEST(perf_samples_throughput)
     tl_trace_free(&t);
 }
 
+/* The step tally closes at tally_stop has no sample count: it is not a batch. */
+TEST(perf_drops_the_step_closed_by_stop)
+{
+    tl_trace t;
+    fx_training(&t);
+    t.step_samples = malloc(3 * sizeof *t.step_samples);
+    t.step_samples[0] = 32;
+    t.step_samples[1] = 32;
+    t.step_samples[2] = 0;
+    t.nsteps_samples = 3;
+    tl_table *tab = tl_view_perf(&t, NULL, NULL);
+    CHECK(tab != NULL);
+    if (tab) {
+        CHECK_EQ_INT(fx_cell(tab, 0, "steps")->i, 2);
+        CHECK_EQ_INT(fx_time(tab, "batch_cost", "total_us"), MS(220));
+        CHECK_EQ_INT(fx_time(tab, "batch_cost", "min_us"), MS(100));
+        CHECK_EQ_INT(fx_time(tab, "reader_cost", "total_us"), MS(40));
+        CHECK_NEAR(fx_cell(tab->next, 0, "avg")->d, 64 / 0.22, 1e-6);
+        CHECK_NEAR(fx_cell(tab->next, 0, "min")->d, 32 / 0.12, 1e-6);
+    }
+    tl_table_free(tab);
+    tl_trace_free(&t);
+}
+
 TEST(perf_without_steps)
 {
     tl_trace t;
@@ -97,6 +121,7 @@ int main(void)
 {
     RUN(perf_costs);
     RUN(perf_samples_throughput);
+    RUN(perf_drops_the_step_closed_by_stop);
     RUN(perf_without_steps);
     RUN(perf_without_reader);
     return test_summary();
