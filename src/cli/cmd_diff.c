@@ -193,17 +193,17 @@ int cmd_diff(int argc, char **argv)
         return pr > 0 ? 0 : 2;
 
     tl_error err = {{0}};
+    /* A misspelt view is a usage error: say so before reading two big files. */
+    if (tl_diff_check_views(a.views, &err) != 0) {
+        fprintf(stderr, "tally diff: %s\n", err.msg);
+        return 2;
+    }
     tl_trace t[2];
     tl_trace_init(&t[0]);
     tl_trace_init(&t[1]);
     tl_table *tab = NULL;
     int status = 0;
     FILE *out = stdout;
-    /* A misspelt view is a usage error: say so before reading two big files. */
-    if (tl_diff_check_views(a.views, &err) != 0) {
-        fprintf(stderr, "tally diff: %s\n", err.msg);
-        return 2;
-    }
     for (int k = 0; k < 2; k++) {
         if (tl_load(&t[k], a.file[k], 1, &err) != 0) {
             fprintf(stderr, "tally diff: %s\n", err.msg);

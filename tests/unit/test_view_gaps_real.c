@@ -201,6 +201,8 @@ TEST(two_ranks_diff)
 
 int main(void)
 {
+    if (!test_have_shared_traces())
+        return TEST_SKIPPED;
     RUN(real_traces_keep_the_invariants);
     RUN(cpu_only_trace_has_no_streams);
     RUN(two_ranks_diff);

@@ -171,6 +171,8 @@ TEST(gpu_views_invariants_on_real_traces)
 
 int main(void)
 {
+    if (!test_have_shared_traces())
+        return TEST_SKIPPED;
     RUN(gpu_views_invariants_on_real_traces);
     return test_summary();
 }

@@ -1,5 +1,7 @@
 #include "testlib.h"
 
+#include <unistd.h>
+
 #include <stdlib.h>
 #include <zlib.h>
 
@@ -12,6 +14,17 @@ int test_summary(void)
     printf("%d checks: %d passed, %d failed\n", test_checks, test_checks - test_failures,
            test_failures);
     return test_failures ? 1 : 0;
+}
+
+int test_have_shared_traces(void)
+{
+#ifdef TALLY_SHARED_DIR
+    if (access(TALLY_SHARED_DIR "/traces/README.md", R_OK) == 0)
+        return 1;
+    fprintf(stderr, "skipped: no real traces under %s/traces (configure with "
+                    "-DTALLY_SHARED_DIR=...)\n", TALLY_SHARED_DIR);
+#endif
+    return 0;
 }
 
 char *test_read_file(const char *path, size_t *len)

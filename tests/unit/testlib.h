@@ -71,6 +71,13 @@ extern const char *test_current;
 /* Prints "N passed, N failed" and returns the exit status. */
 int test_summary(void);
 
+/* Exit status a test returns when what it needs is missing; ctest shows it as skipped. */
+#define TEST_SKIPPED 77
+
+/* Non-zero when the shared real traces (TALLY_SHARED_DIR/traces) can be read; otherwise says
+ * "skipped" on stderr once. */
+int test_have_shared_traces(void);
+
 /* Read a whole file (gunzipped when it ends in .gz) into malloc'd memory; NULL on error. */
 char *test_read_file(const char *path, size_t *len);
 
