@@ -21,8 +21,10 @@ int test_have_shared_traces(void)
 #ifdef TALLY_SHARED_DIR
     if (access(TALLY_SHARED_DIR "/traces/README.md", R_OK) == 0)
         return 1;
-    fprintf(stderr, "skipped: no real traces under %s/traces (configure with "
-                    "-DTALLY_SHARED_DIR=...)\n", TALLY_SHARED_DIR);
+    fprintf(stderr,
+            "skipped: no real traces under %s/traces (configure with "
+            "-DTALLY_SHARED_DIR=...)\n",
+            TALLY_SHARED_DIR);
 #endif
     return 0;
 }
