@@ -397,7 +397,7 @@ static void check_dominant(ctx *c)
         return;
     int64_t total = 0;
     const char *what = NULL;
-    int gpu = 0;
+    int gpu = 0, cpu_cat = -1;
     /* GPU: kernel time by the innermost operator around its launch call, or by the innermost
      * named range when no operator encloses it (tally's own traces); attrib.c decides. */
     const uint32_t ranges = TL_OWNER_ANY_SPAN & ~TL_CATBIT(TL_CAT_STEP) & ~TL_CATBIT(TL_CAT_OTHER);
@@ -435,6 +435,7 @@ static void check_dominant(ctx *c)
                 total += self[i];
             }
             what = cat == TL_CAT_OPERATOR ? "of operator self CPU time" : "of range self time";
+            cpu_cat = cat;
         }
         free(self);
     }
@@ -452,7 +453,27 @@ static void check_dominant(ctx *c)
     /* one name alone is not "dominating" anything */
     if (!total || !second || p < DOMINANT_PCT_MIN)
         return;
-    finding *f = add(c, top);
+    /* Time at stake: the wall time its work covers in the window (the union of its kernels, or
+     * of its calls), not the sum, which counts threads and streams that run at once. */
+    tl_ivset mine = {0};
+    for (size_t i = 0; i < t->nev; i++) {
+        const tl_event *e = &t->ev[i];
+        if (gpu) {
+            if (e->cat != TL_CAT_KERNEL || e->link == TL_NONE)
+                continue;
+            int32_t j = tl_launch_owner(t, i, TL_CATBIT(TL_CAT_OPERATOR));
+            if (j == TL_NONE)
+                j = tl_launch_owner(t, i, ranges);
+            if (j == TL_NONE || t->ev[j].name != best)
+                continue;
+        } else if ((int)e->cat != cpu_cat || e->name != best)
+            continue;
+        tl_ivset_add(&mine, e->ts, e->ts + e->dur);
+    }
+    tl_ivset_normalize(&mine);
+    int64_t stake = in_window(c, &mine);
+    tl_ivset_free(&mine);
+    finding *f = add(c, stake < top ? stake : top);
     if (!f)
         return;
     char a[32], b[32];

@@ -76,8 +76,10 @@ typedef struct child_acc {
     int32_t next; /* next entry of the same op, -1 = end */
 } child_acc;
 
+/* gpu: the trace has device work; without it the GPU cells stay empty (and text leaves them
+ * out) rather than showing zeros. */
 static void put_op_row(tl_table *tab, int r, const tl_trace *t, const op_acc *a, int64_t sum_cpu,
-                       int64_t sum_dev)
+                       int64_t sum_dev, int gpu)
 {
     tl_table_str(tab, r, C_NAME, tl_str(&t->strings, a->name));
     tl_table_int(tab, r, C_CALLS, a->calls);
@@ -88,6 +90,8 @@ static void put_op_row(tl_table *tab, int r, const tl_trace *t, const op_acc *a,
     tl_table_time(tab, r, C_CPU_MIN, a->cpu_min);
     if (sum_cpu > 0)
         tl_table_pct(tab, r, C_CPU_RATIO, 100.0 * (double)a->cpu / (double)sum_cpu);
+    if (!gpu)
+        return;
     tl_table_time(tab, r, C_GPU_TOTAL, a->gpu);
     tl_table_time(tab, r, C_GPU_AVG, (a->gpu + a->calls / 2) / a->calls);
     tl_table_time(tab, r, C_GPU_MAX, a->gpu_max);
@@ -137,6 +141,7 @@ tl_table *tl_view_operator(const tl_trace *t, const tl_view_opts *o, tl_error *e
     op_call *oc = NULL;
     size_t nops = 0;
     uint64_t unlinked = 0;
+    int gpu = 0; /* any device work in the trace */
     tl_keymap map = {0}, cmap = {0};
     op_acc *acc = NULL;
     child_acc *ch = NULL;
@@ -163,6 +168,7 @@ tl_table *tl_view_operator(const tl_trace *t, const tl_view_opts *o, tl_error *e
         const tl_event *e = &t->ev[i];
         if (!tl_is_device_work(e))
             continue;
+        gpu = 1;
         int32_t ow = tl_launch_owner(t, i, TL_CATBIT(TL_CAT_OPERATOR));
         if (ow == TL_NONE) {
             unlinked++;
@@ -261,7 +267,7 @@ tl_table *tl_view_operator(const tl_trace *t, const tl_view_opts *o, tl_error *e
         int r = tl_table_add_row(tab);
         if (r < 0)
             goto oom;
-        put_op_row(tab, r, t, &acc[k], sum_cpu, sum_dev);
+        put_op_row(tab, r, t, &acc[k], sum_cpu, sum_dev, gpu);
     }
     if (tl_view_sort(tab, o, "cpu_total_us", 0, err) != 0) {
         tl_table_free(tab);
@@ -286,7 +292,7 @@ tl_table *tl_view_operator(const tl_trace *t, const tl_view_opts *o, tl_error *e
             int nr = tl_table_add_row(out);
             if (nr < 0)
                 goto oom;
-            put_op_row(out, nr, t, &acc[k], sum_cpu, sum_dev);
+            put_op_row(out, nr, t, &acc[k], sum_cpu, sum_dev, gpu);
             for (int32_t c = acc[k].first_child; c >= 0; c = ch[c].next) {
                 int cr = tl_table_add_row(out);
                 if (cr < 0)
@@ -311,12 +317,16 @@ tl_table *tl_view_operator(const tl_trace *t, const tl_view_opts *o, tl_error *e
     if (!nacc)
         tl_table_note(tab, "No host operators in this trace.");
     else {
-        tl_table_note(tab, "GPU = kernels launched by the operator and the operators nested in it "
-                           "(a sum); Device = kernels + copies + memsets.");
-        tl_table_note(tab,
-                      "CPU %% = CPU total / sum over all operator rows; GPU %% = device "
-                      "total / sum over all operator rows%s.",
-                      expand ? "; under an operator: share of its device total" : "");
+        if (gpu) {
+            tl_table_note(tab, "GPU = kernels launched by the operator and the operators nested "
+                               "in it (a sum); Device = kernels + copies + memsets.");
+            tl_table_note(tab,
+                          "CPU %% = CPU total / sum over all operator rows; GPU %% = device "
+                          "total / sum over all operator rows%s.",
+                          expand ? "; under an operator: share of its device total" : "");
+        } else
+            tl_table_note(tab, "CPU %% = CPU total / sum over all operator rows. No device work "
+                               "in this trace: the GPU columns are left out.");
         if (unlinked)
             tl_table_note(tab,
                           "%llu device items were launched outside any operator or are not "

@@ -638,13 +638,21 @@ static void text_table(tl_out *o, const tl_table *t)
     int nc = t->ncols, nr = t->nrows;
     char **txt = calloc((size_t)(nr ? nr : 1) * (nc ? nc : 1), sizeof *txt);
     int *w = calloc(nc ? (size_t)nc : 1, sizeof *w);
-    if (!txt || !w) {
+    char *show = calloc(nc ? (size_t)nc : 1, 1);
+    if (!txt || !w || !show) {
         free(txt);
         free(w);
+        free(show);
         return;
     }
-    for (int c = 0; c < nc; c++)
+    /* A column no row fills (GPU columns of a CPU-only trace) is left out of the text; csv and
+     * json keep it, empty, so that scripts see the same fields for every trace. */
+    for (int c = 0; c < nc; c++) {
         w[c] = disp_width(t->cols[c].title);
+        show[c] = nr == 0;
+        for (int r = 0; r < nr && !show[c]; r++)
+            show[c] = ccell_at(t, r, c)->set != 0;
+    }
     char buf[512];
     for (int r = 0; r < nr; r++) {
         for (int c = 0; c < nc; c++) {
@@ -666,9 +674,10 @@ static void text_table(tl_out *o, const tl_table *t)
                 w[c] = cw;
         }
     }
-    int total = 0;
+    int total = 0, nshown = 0;
     for (int c = 0; c < nc; c++)
-        total += w[c] + (c ? 2 : 0);
+        if (show[c])
+            total += w[c] + (nshown++ ? 2 : 0);
 
     linebuf b = {0};
     if (o->ntables > 0)
@@ -690,29 +699,37 @@ static void text_table(tl_out *o, const tl_table *t)
         }
     }
     if (nc > 0) {
-        for (int c = 0; c < nc; c++) {
-            if (c)
+        for (int c = 0, k = 0; c < nc; c++) {
+            if (!show[c])
+                continue;
+            if (k++)
                 lb_putn(&b, "  ", 2);
             lb_field(&b, t->cols[c].title, w[c], t->cols[c].left);
         }
         lb_flush(&b, f);
-        for (int c = 0; c < nc; c++) {
-            if (c)
+        for (int c = 0, k = 0; c < nc; c++) {
+            if (!show[c])
+                continue;
+            if (k++)
                 lb_putn(&b, "  ", 2);
             lb_pad(&b, '-', w[c]);
         }
         lb_flush(&b, f);
         for (int r = 0; r < nr; r++) {
-            for (int c = 0; c < nc; c++) {
-                if (c)
+            for (int c = 0, k = 0; c < nc; c++) {
+                if (!show[c])
+                    continue;
+                if (k++)
                     lb_putn(&b, "  ", 2);
                 const char *s = txt[(size_t)r * nc + c];
                 lb_field(&b, s ? s : "", w[c], t->cols[c].left);
             }
             lb_flush(&b, f);
         }
-        for (int c = 0; c < nc && nr > 0; c++) {
-            if (c)
+        for (int c = 0, k = 0; c < nc && nr > 0; c++) {
+            if (!show[c])
+                continue;
+            if (k++)
                 lb_putn(&b, "  ", 2);
             lb_pad(&b, '-', w[c]);
         }
@@ -726,6 +743,7 @@ static void text_table(tl_out *o, const tl_table *t)
         free(txt[i]);
     free(txt);
     free(w);
+    free(show);
 }
 
 /* ---- csv --------------------------------------------------------------------------------- */

@@ -326,6 +326,27 @@ TEST(find_col_by_key_title_or_base)
     tl_table_free(t);
 }
 
+/* A column no row fills is left out of the text (GPU columns of a CPU-only trace) but kept, with
+ * empty values, in csv and json. */
+TEST(empty_column_left_out_of_text_only)
+{
+    tl_table *t = tl_table_new("Demo", "demo", demo_cols, 6);
+    int r = tl_table_add_row(t);
+    tl_table_str(t, r, 0, "alpha");
+    tl_table_int(t, r, 1, 3);
+    tl_table_time(t, r, 2, 1500);
+    char *txt = render(t, TL_FMT_TEXT, TL_UNIT_AUTO);
+    CHECK(txt && strstr(txt, "Calls") && strstr(txt, "Total"));
+    CHECK(txt && !strstr(txt, "Ratio") && !strstr(txt, "Memory") && !strstr(txt, "Rate"));
+    CHECK(txt && strstr(txt, "alpha      3  1.500us\n")); /* no trailing blank columns */
+    char *csv = render(t, TL_FMT_CSV, TL_UNIT_AUTO);
+    CHECK(csv && strstr(csv, "name,calls,total_us,ratio_pct,mem_bytes,rate\n"));
+    CHECK(csv && strstr(csv, "alpha,3,1.5,,,\n"));
+    free(txt);
+    free(csv);
+    tl_table_free(t);
+}
+
 TEST(chain_is_freed)
 {
     tl_table *a = demo_table();
@@ -347,6 +368,7 @@ int main(void)
     RUN(json_is_valid_and_numeric);
     RUN(sort_is_stable_and_puts_empty_last);
     RUN(find_col_by_key_title_or_base);
+    RUN(empty_column_left_out_of_text_only);
     RUN(chain_is_freed);
     return test_summary();
 }

@@ -171,6 +171,30 @@ TEST(cpu_only_range_dominating)
     tl_trace_free(&t);
 }
 
+/* The same operator on two threads at once: its self time sums to 12 ms, but it covers 7 ms of
+ * the 10 ms trace (threads overlap on [1, 6) ms); the time at stake is the 7 ms. */
+TEST(dominating_operator_stake_is_wall_time)
+{
+    tl_trace t;
+    tl_trace_init(&t);
+    uint32_t a = tl_trace_track(&t, TL_TRACK_THREAD, 1, 1, -1);
+    uint32_t b = tl_trace_track(&t, TL_TRACK_THREAD, 1, 2, -1);
+    fx_ev(&t, a, TL_CAT_OPERATOR, "matmul", 0, 6 * MS);
+    fx_ev(&t, b, TL_CAT_OPERATOR, "matmul", 1 * MS, 6 * MS);
+    fx_ev(&t, a, TL_CAT_OPERATOR, "norm", 7 * MS, 3 * MS);
+    CHECK_EQ_INT(tl_trace_finish(&t), 0);
+    tl_error err = {{0}};
+    tl_table *tab = tl_view_findings(&t, NULL, &err);
+    CHECK(tab != NULL);
+    if (!tab)
+        return;
+    CHECK_EQ_INT(tab->nrows, 1);
+    CHECK_STR(fx_s(tab, 0, "finding"), "matmul takes 80% of operator self CPU time");
+    CHECK_EQ_INT(fx_i(tab, 0, "at_stake_us"), 7 * MS);
+    tl_table_free(tab);
+    tl_trace_free(&t);
+}
+
 /* Exposed communication and a long gap: the NCCL layout of test_view_distributed. */
 TEST(exposed_communication_and_long_gap)
 {
@@ -213,6 +237,7 @@ int main(void)
     RUN(healthy_trace_has_no_findings);
     RUN(cpu_only_dataloader_bound);
     RUN(cpu_only_range_dominating);
+    RUN(dominating_operator_stake_is_wall_time);
     RUN(exposed_communication_and_long_gap);
     return test_summary();
 }
