@@ -14,6 +14,8 @@
 #    compare.json, rmsnorm_report.txt, torch_reports.txt and two small traces.
 # Budget: under 8 minutes on an H100 machine with 16 cores.
 # GPU_CHECK_SKIP_BUILD=1 uses an existing build in $GPU_CHECK_BUILD; TALLY_BIN names the tally.
+# GPU_CHECK_REPS (default 3) and GPU_CHECK_OSTEPS (default 60) size the overhead part, for a
+# short device lease.
 set -uo pipefail
 OUT=${OUT:-$PWD/gpu_check_out}
 mkdir -p "$OUT"
@@ -113,9 +115,10 @@ cat "$OUT/compare.txt"
 head -60 "$OUT/torch_reports.txt"
 [ -n "$tj" ] && [ "$(stat -c %s "$tj")" -lt 16000000 ] && cp "$tj" "$OUT/torch_tally.pt.trace.json.gz"
 
-stamp "overhead: step time, interleaved, 3 repetitions"
-OSTEPS=60
-OWARM=15
+REPS=${GPU_CHECK_REPS:-3}
+OSTEPS=${GPU_CHECK_OSTEPS:-60}
+OWARM=$((OSTEPS / 4))
+stamp "overhead: step time, interleaved, $REPS repetitions of $OSTEPS steps"
 run_mode() { # label, command...
     local label=$1
     shift
@@ -125,16 +128,16 @@ run_mode() { # label, command...
     echo "$label ${line#STEP_MS }"
 }
 : > "$W/overhead.raw"
-for rep in 1 2 3; do
+for rep in $(seq "$REPS"); do
     run_mode plain $PY "$ROOT/examples/cuda/train_small.py" --steps $OSTEPS --warmup $OWARM
     run_mode tally_run "$TALLY" run -q -o "$W/ovh_tally" -- \
         $PY "$ROOT/examples/cuda/train_small.py" --steps $OSTEPS --warmup $OWARM
+    run_mode torch_profiler $PY "$ROOT/examples/cuda/train_small.py" --mode torchprof \
+        --steps $OSTEPS --warmup $OWARM --trace-dir "$W/ovh_prof"
     run_mode tally_run_emit_nvtx "$TALLY" run -q -o "$W/ovh_tally_nvtx" -- \
         $PY "$ROOT/examples/cuda/train_small.py" --mode nvtx --steps $OSTEPS --warmup $OWARM
     run_mode emit_nvtx_no_tool $PY "$ROOT/examples/cuda/train_small.py" --mode nvtx \
         --steps $OSTEPS --warmup $OWARM
-    run_mode torch_profiler $PY "$ROOT/examples/cuda/train_small.py" --mode torchprof \
-        --steps $OSTEPS --warmup $OWARM --trace-dir "$W/ovh_prof"
 done
 $PY - "$W/overhead.raw" > "$OUT/overhead.txt" <<'EOF'
 import sys, statistics
