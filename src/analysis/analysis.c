@@ -145,7 +145,7 @@ void tl_profiled_window(const tl_trace *t, tl_window *w)
     int64_t t0 = INT64_MAX, t1 = INT64_MIN;
     for (size_t i = 0; i < t->nev; i++) {
         const tl_event *e = &t->ev[i];
-        if (e->cat != TL_CAT_STEP)
+        if (e->cat != TL_CAT_STEP || e->dur <= 0) /* a step that took no time bounds nothing */
             continue;
         w->nsteps++;
         tl_ivset_add(&steps, e->ts, e->ts + e->dur);
@@ -164,6 +164,21 @@ void tl_profiled_window(const tl_trace *t, tl_window *w)
         w->total = w->t1 - w->t0;
     }
     tl_ivset_free(&steps);
+}
+
+void tl_profiled_window_set(const tl_trace *t, tl_ivset *set)
+{
+    for (size_t i = 0; i < t->nev; i++) {
+        const tl_event *e = &t->ev[i];
+        if (e->cat == TL_CAT_STEP && e->dur > 0)
+            tl_ivset_add(set, e->ts, e->ts + e->dur);
+    }
+    if (!set->n) {
+        int64_t t0, t1;
+        tl_trace_span(t, &t0, &t1);
+        tl_ivset_add(set, t0, t1);
+    }
+    tl_ivset_normalize(set);
 }
 
 void tl_self_times(const tl_trace *t, int64_t *out)

@@ -42,6 +42,9 @@ typedef struct tl_window {
 } tl_window;
 
 void tl_profiled_window(const tl_trace *t, tl_window *w);
+/* The same window as an interval set (normalized): the steps that took time, or the span. Steps
+ * with no duration are not steps here (nor in tl_profiled_window). */
+void tl_profiled_window_set(const tl_trace *t, tl_ivset *set);
 
 /* Self time of every event: dur minus the durations of its direct children (host spans and
  * runtime calls nested in it on the same track). out has t->nev entries. */

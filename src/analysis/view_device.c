@@ -51,21 +51,6 @@ typedef struct stream_acc {
     int used;
 } stream_acc;
 
-/* The profiled window as an interval set: the union of the steps, or the trace span. */
-static void window_set(const tl_trace *t, tl_ivset *w)
-{
-    for (size_t i = 0; i < t->nev; i++)
-        if (t->ev[i].cat == TL_CAT_STEP)
-            tl_ivset_add(w, t->ev[i].ts, t->ev[i].ts + t->ev[i].dur);
-    if (w->n) {
-        tl_ivset_normalize(w);
-        return;
-    }
-    int64_t t0, t1;
-    tl_trace_span(t, &t0, &t1);
-    tl_ivset_add(w, t0, t1);
-}
-
 static void fill_row(tl_table *tab, int r, const tl_ivset *k, const tl_ivset *c, int64_t nk,
                      int64_t nc, int64_t window)
 {
@@ -109,7 +94,7 @@ tl_table *tl_view_device(const tl_trace *t, const tl_view_opts *o, tl_error *err
         tl_error_set(err, "device view: out of memory");
         return NULL;
     }
-    window_set(t, &win);
+    tl_profiled_window_set(t, &win);
     int64_t window = tl_ivset_length(&win);
 
     for (size_t i = 0; i < t->nev; i++) {

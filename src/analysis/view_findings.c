@@ -533,15 +533,10 @@ tl_table *tl_view_findings(const tl_trace *t, const tl_view_opts *o, tl_error *e
     c.t = t;
     tl_profiled_window(t, &c.w);
     for (size_t i = 0; i < t->nev; i++) {
-        const tl_event *e = &t->ev[i];
-        if (e->cat == TL_CAT_STEP)
-            tl_ivset_add(&c.window, e->ts, e->ts + e->dur);
-        if (is_device_op(e))
+        if (is_device_op(&t->ev[i]))
             c.has_device = 1;
     }
-    if (!c.w.nsteps)
-        tl_ivset_add(&c.window, c.w.t0, c.w.t1);
-    tl_ivset_normalize(&c.window);
+    tl_profiled_window_set(t, &c.window);
     c.short_ns = o && o->threshold_ns > 0 ? o->threshold_ns : TL_SHORT_KERNEL_NS_DEFAULT;
     tl_table *tab = tl_table_new("Findings", "findings", find_cols, F_NCOLS);
     if (!tab || tl_idle_compute(t, c.short_ns, 0, &c.idle) != 0) {

@@ -134,12 +134,7 @@ tl_table *tl_view_overview(const tl_trace *t, const tl_view_opts *o, tl_error *e
 
     /* The window as a set: the steps, or the whole span. */
     tl_ivset win = {0};
-    for (size_t i = 0; i < t->nev; i++)
-        if (t->ev[i].cat == TL_CAT_STEP)
-            tl_ivset_add(&win, t->ev[i].ts, t->ev[i].ts + t->ev[i].dur);
-    if (!w.nsteps)
-        tl_ivset_add(&win, w.t0, w.t1);
-    tl_ivset_normalize(&win);
+    tl_profiled_window_set(t, &win);
     int clip = w.nsteps > 0;
 
     ov_acc host[TL_CAT_COUNT];

@@ -292,7 +292,8 @@ static void scratch_put(jr *r, const char *p, size_t n)
         r->scratch = ns;
         r->scratch_cap = nc;
     }
-    memcpy(r->scratch + r->scratch_n, p, n);
+    if (n)
+        memcpy(r->scratch + r->scratch_n, p, n);
     r->scratch_n += n;
 }
 
@@ -394,9 +395,18 @@ static jstr unescape(jr *r, jstr s)
     return out;
 }
 
+/* Append s, unescaped, to scratch (not through unescape's result: the append may move it). */
+static void scratch_put_js(jr *r, jstr s)
+{
+    if (s.esc)
+        unescape(r, s); /* decodes onto the end of scratch */
+    else
+        scratch_put(r, s.p, s.len);
+}
+
 static inline int jstr_eq(jstr s, const char *lit, size_t n)
 {
-    return s.len == n && memcmp(s.p, lit, n) == 0;
+    return s.len == n && (n == 0 || memcmp(s.p, lit, n) == 0);
 }
 #define EQ(s, lit) jstr_eq((s), (lit), sizeof(lit) - 1)
 
@@ -449,18 +459,55 @@ static int valid_number(jstr s)
     return i == s.len;
 }
 
-/* A number in microseconds -> int64 ns, exactly for plain decimals (no double rounding). */
+/* Times are kept within +-TIME_MAX ns (146 years), so that an end (ts + dur) and a difference
+ * of two times always fit in an int64. */
+#define TIME_MAX ((INT64_C(1) << 62) - 1)
+
+/* d truncated to an int64, saturating; NaN -> 0. */
+static int64_t d_to_i64(double d)
+{
+    if (d != d)
+        return 0;
+    if (d >= 0x1p63)
+        return INT64_MAX;
+    if (d <= -0x1p63)
+        return INT64_MIN;
+    return (int64_t)d;
+}
+
+static int64_t clamp_time(int64_t v)
+{
+    return v > TIME_MAX ? TIME_MAX : v < -TIME_MAX ? -TIME_MAX : v;
+}
+
+/* The number token s through strtod (exponents, or too many digits for an int64). */
+static double token_double(jstr s)
+{
+    char tmp[64];
+    size_t n = s.len < 63 ? s.len : 63;
+    memcpy(tmp, s.p, n);
+    tmp[n] = 0;
+    return strtod(tmp, NULL);
+}
+
+/* A number in microseconds -> int64 ns, exactly for plain decimals (no double rounding),
+ * clamped to +-TIME_MAX. */
 static int64_t us_to_ns(jstr s)
 {
     size_t i = 0;
-    int neg = 0;
+    int neg = 0, big = 0;
     if (s.p[0] == '-') {
         neg = 1;
         i++;
     }
     int64_t ip = 0;
-    while (i < s.len && s.p[i] >= '0' && s.p[i] <= '9')
-        ip = ip * 10 + (s.p[i++] - '0');
+    while (i < s.len && s.p[i] >= '0' && s.p[i] <= '9') {
+        if (ip > TIME_MAX / 10000)
+            big = 1;
+        else
+            ip = ip * 10 + (s.p[i] - '0');
+        i++;
+    }
     int64_t frac = 0;
     int nd = 0;
     if (i < s.len && s.p[i] == '.') {
@@ -477,13 +524,9 @@ static int64_t us_to_ns(jstr s)
             i++;
         }
     }
-    if (i < s.len) { /* exponent: fall back to double */
-        char tmp[64];
-        size_t n = s.len < 63 ? s.len : 63;
-        memcpy(tmp, s.p, n);
-        tmp[n] = 0;
-        double d = strtod(tmp, NULL) * 1000.0;
-        return (int64_t)(d < 0 ? d - 0.5 : d + 0.5);
+    if (i < s.len || big) { /* exponent, or too large: fall back to double */
+        double d = token_double(s) * 1000.0;
+        return clamp_time(d_to_i64(d < 0 ? d - 0.5 : d + 0.5));
     }
     int64_t v = ip * 1000;
     if (nd == 1)
@@ -492,37 +535,29 @@ static int64_t us_to_ns(jstr s)
         v += frac * 10;
     else if (nd >= 3)
         v += frac;
-    return neg ? -v : v;
+    return clamp_time(neg ? -v : v);
 }
 
+/* A number -> int64, truncated and saturating. */
 static int64_t to_int(jstr s)
 {
     size_t i = 0;
-    int neg = 0;
+    int neg = 0, big = 0;
     if (s.len && s.p[0] == '-') {
         neg = 1;
         i++;
     }
     int64_t v = 0;
-    while (i < s.len && s.p[i] >= '0' && s.p[i] <= '9')
-        v = v * 10 + (s.p[i++] - '0');
-    if (i < s.len) {
-        char tmp[64];
-        size_t n = s.len < 63 ? s.len : 63;
-        memcpy(tmp, s.p, n);
-        tmp[n] = 0;
-        return (int64_t)strtod(tmp, NULL);
+    while (i < s.len && s.p[i] >= '0' && s.p[i] <= '9') {
+        if (v > (INT64_MAX - 9) / 10)
+            big = 1;
+        else
+            v = v * 10 + (s.p[i] - '0');
+        i++;
     }
+    if (i < s.len || big)
+        return d_to_i64(token_double(s));
     return neg ? -v : v;
-}
-
-static double to_double(jstr s)
-{
-    char tmp[64];
-    size_t n = s.len < 63 ? s.len : 63;
-    memcpy(tmp, s.p, n);
-    tmp[n] = 0;
-    return strtod(tmp, NULL);
 }
 
 /* Skip one value of any type. */
@@ -596,8 +631,8 @@ static idval lex_id(jr *r)
         if (i < id.s.len) {
             int neg = i > 0 && id.s.p[i - 1] == '-';
             int64_t v = 0;
-            while (i < id.s.len && id.s.p[i] >= '0' && id.s.p[i] <= '9')
-                v = v * 10 + (id.s.p[i++] - '0');
+            for (; i < id.s.len && id.s.p[i] >= '0' && id.s.p[i] <= '9'; i++)
+                v = v > (INT64_MAX - 9) / 10 ? INT64_MAX : v * 10 + (id.s.p[i] - '0');
             id.v = neg ? -v : v;
             id.numeric = 1;
         }
@@ -689,7 +724,7 @@ static void parse_args(jr *r, raw_event *ev)
             }
             if (!handled && ev->ph == 'C' && ev->nc < 8 && c != 't' && c != 'f' && c != 'n') {
                 ev->ckey[ev->nc] = k;
-                ev->cval[ev->nc] = to_double(lex_number(r, "a number"));
+                ev->cval[ev->nc] = token_double(lex_number(r, "a number"));
                 ev->nc++;
                 handled = 1;
             }
@@ -926,6 +961,8 @@ static int map_cat(jr *r, jstr c)
 
 static uint32_t intern_js(jr *r, jstr s)
 {
+    if (!s.len)
+        return 0; /* "" (s.p may be NULL: a field that was absent) */
     jstr u = unescape(r, s);
     return tl_intern(&r->t->strings, u.p, u.len);
 }
@@ -1135,16 +1172,14 @@ static void commit_event(jr *r, raw_event *ev)
             if (ev->nc == 1 || jstr_eq(ev->ckey[k], name.p, name.len)) {
                 e->name = intern_js(r, name);
             } else {
-                jstr u = unescape(r, name);
                 size_t n0 = r->scratch_n;
-                scratch_put(r, u.p, u.len);
+                scratch_put_js(r, name);
                 scratch_put(r, " ", 1);
-                jstr kk = unescape(r, ev->ckey[k]);
-                scratch_put(r, kk.p, kk.len);
+                scratch_put_js(r, ev->ckey[k]);
                 e->name = tl_intern(&t->strings, r->scratch + n0, r->scratch_n - n0);
             }
             double v = ev->cval[k] * 1000.0;
-            e->value = (int64_t)(v < 0 ? v - 0.5 : v + 0.5);
+            e->value = d_to_i64(v < 0 ? v - 0.5 : v + 0.5);
         }
         return;
     }
@@ -1152,6 +1187,8 @@ static void commit_event(jr *r, raw_event *ev)
     tl_event *e = add_event(r);
     e->ts = ev->ts;
     e->dur = ph == 'X' && ev->have_dur && ev->dur > 0 ? ev->dur : 0;
+    if (e->dur > TIME_MAX - e->ts)
+        e->dur = TIME_MAX - e->ts; /* ends within the time range too */
     e->cat = (uint16_t)cat;
     e->track = track;
     e->corr = ev->corr;
@@ -1167,7 +1204,7 @@ static void commit_event(jr *r, raw_event *ev)
             h++;
         int64_t n = 0;
         for (h++; h < name.len && name.p[h] >= '0' && name.p[h] <= '9'; h++)
-            n = n * 10 + (name.p[h] - '0');
+            n = n > (INT64_MAX - 9) / 10 ? INT64_MAX : n * 10 + (name.p[h] - '0');
         e->value = n;
         break;
     }

@@ -2,6 +2,7 @@
  * test_view_overview.c — Overview numbers on hand-made traces: unions per type, ratios to the
  * step time, phases + Other = step time, and the GPU part.
  */
+#include "analysis/analysis.h"
 #include "testlib.h"
 #include "views_fixture.h"
 
@@ -105,6 +106,33 @@ TEST(overview_without_steps)
     tl_trace_free(&t);
 }
 
+/* A step that took no time (a "ProfilerStep#1" with no dur) bounds nothing: the trace is read as
+ * one without steps, with the same numbers as above (this crashed the overview once). */
+TEST(overview_zero_length_step_is_no_step)
+{
+    tl_trace t;
+    tl_trace_init(&t);
+    uint32_t a = tl_trace_track(&t, TL_TRACK_THREAD, 1, 1, -1);
+    uint32_t b = tl_trace_track(&t, TL_TRACK_THREAD, 1, 2, -1);
+    fx_step(&t, a, 1, 5, 5);
+    fx_event(&t, a, TL_CAT_USER, "x", 0, 40, 0);
+    fx_event(&t, b, TL_CAT_USER, "y", 20, 60, 0);
+    fx_event(&t, a, TL_CAT_OPERATOR, "op", 70, 80, 0);
+    tl_trace_finish(&t);
+    tl_window w;
+    tl_profiled_window(&t, &w);
+    CHECK_EQ_INT(w.nsteps, 0);
+    CHECK_EQ_INT(w.total, MS(80));
+    tl_table *tab = tl_view_overview(&t, NULL, NULL);
+    CHECK(tab != NULL);
+    if (tab) {
+        CHECK_EQ_INT(fx_time(tab, "UserDefined", "cpu_time_us"), MS(60));
+        CHECK_NEAR(fx_cell(tab, fx_row(tab, 0, "UserDefined"), "ratio_pct")->d, 75.0, 1e-9);
+    }
+    tl_table_free(tab);
+    tl_trace_free(&t);
+}
+
 TEST(overview_empty_trace)
 {
     tl_trace t;
@@ -123,6 +151,7 @@ int main(void)
     RUN(overview_unions_and_ratios);
     RUN(overview_gpu_part);
     RUN(overview_without_steps);
+    RUN(overview_zero_length_step_is_no_step);
     RUN(overview_empty_trace);
     return test_summary();
 }
