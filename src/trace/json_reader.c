@@ -1086,6 +1086,12 @@ static void add_flow(jr *r, const raw_event *ev)
     f->bp_e = (uint8_t)ev->bp_e;
 }
 
+static int has_prefix(jstr s, const char *prefix)
+{
+    size_t n = strlen(prefix);
+    return s.len > n && memcmp(s.p, prefix, n) == 0;
+}
+
 static void commit_event(jr *r, raw_event *ev)
 {
     tl_trace *t = r->t;
@@ -1110,11 +1116,18 @@ static void commit_event(jr *r, raw_event *ev)
         name = strip_paddle_suffix(name);
     if (ev->pid.set && !ev->pid.numeric && EQ(ev->pid.s, "CPU functions"))
         r->saw_cpu_functions = 1;
-    /* names that decide the category whatever cat says */
-    if (cat == TL_CAT_USER || cat == TL_CAT_OTHER || cat == TL_CAT_STEP) {
+    /* names that decide the category whatever cat says (Kineto of 2021 files the steps under
+     * "Operator") */
+    if (cat == TL_CAT_USER || cat == TL_CAT_OTHER || cat == TL_CAT_STEP ||
+        cat == TL_CAT_OPERATOR) {
         if (name.len > 13 && (!memcmp(name.p, "ProfilerStep#", 13) ||
                               (name.len > 12 && !memcmp(name.p, "ProfileStep#", 12))))
             cat = TL_CAT_STEP;
+        /* PyTorch's own ranges for the phases the Model view shows */
+        else if (has_prefix(name, "enumerate(DataLoader)#"))
+            cat = TL_CAT_DATALOADER;
+        else if (has_prefix(name, "Optimizer.step#") || has_prefix(name, "Optimizer.zero_grad#"))
+            cat = TL_CAT_OPTIMIZER;
     }
     if ((ph == 'i' || ph == 'I' || ph == 'n') && EQ(name, "[memory]"))
         cat = TL_CAT_MEMORY;
