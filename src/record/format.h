@@ -176,7 +176,7 @@ enum {
 
 #define TALLY__STR_ROLE(r) ((unsigned)(((r)->w0 >> 48) & 0xff))
 #define TALLY__STR_CAT(r)  ((unsigned)(((r)->w0 >> 40) & 0xff))
-#define TALLY__STR_MAX     4096 /* longer strings are cut */
+#define TALLY__STR_MAX     32768 /* longer strings are cut (C++ kernel names exceed 4 KiB) */
 
 /* Payload of a DEVICE record (ns timestamps on tally's clock, not ticks). */
 typedef struct tally__fmt_device {

@@ -258,6 +258,14 @@ TEST(collector_interface)
     tally__device_event m = {t0 + 10000,        t0 + 12000, 0, 4096,          7,   0,
                              TALLY__CAT_MEMCPY, 1,          0, "Memcpy HtoD", NULL};
     tally__record_device(&m);
+    /* a templated C++ kernel name longer than 4 KiB (PyTorch's random-normal kernel is 5 KiB)
+     * comes back whole */
+    static char longname[6001];
+    for (int i = 0; i < 6000; i++)
+        longname[i] = (char)('a' + i % 26);
+    tally__device_event big = {t0 + 13000,        t0 + 14000, 0, 0,        7,   0,
+                               TALLY__CAT_KERNEL, 0,          0, longname, NULL};
+    tally__record_device(&big);
     tally__flush_all();
     CHECK_EQ_INT(tally_stop(), 0);
     CHECK(!tally__is_recording());
@@ -290,6 +298,8 @@ TEST(collector_interface)
         CHECK_EQ_INT(cpy->value, 4096);
         CHECK_EQ_INT(cpy->copy, TL_COPY_HTOD);
     }
+    const tl_event *bigk = find(&t, longname, 0);
+    CHECK(bigk && strlen(tl_str(&t.strings, bigk->name)) == 6000);
     CHECK_EQ_INT(t.ndevices, 1);
     if (t.ndevices == 1) {
         CHECK_STR(tl_str(&t.strings, t.devices[0].name), "Test GPU");
