@@ -16,7 +16,7 @@ void tl_ivset_add(tl_ivset *set, int64_t s, int64_t e)
         return;
     if (set->n == set->cap) {
         size_t nc = set->cap ? set->cap * 2 : 64;
-        tl_iv *nv = realloc(set->v, nc * sizeof *nv);
+        tl_iv *nv = tl_big_realloc(set->v, nc * sizeof *nv);
         if (!nv)
             return;
         set->v = nv;
@@ -27,6 +27,18 @@ void tl_ivset_add(tl_ivset *set, int64_t s, int64_t e)
     set->n++;
 }
 
+void tl_ivset_extend(tl_ivset *set, int64_t s, int64_t e)
+{
+    if (e <= s)
+        return;
+    if (set->n && s >= set->v[set->n - 1].s && s <= set->v[set->n - 1].e) {
+        if (e > set->v[set->n - 1].e)
+            set->v[set->n - 1].e = e;
+        return;
+    }
+    tl_ivset_add(set, s, e);
+}
+
 static int iv_cmp(const void *pa, const void *pb)
 {
     const tl_iv *a = pa, *b = pb;
@@ -35,16 +47,75 @@ static int iv_cmp(const void *pa, const void *pb)
     return (a->e > b->e) - (a->e < b->e);
 }
 
+static int cmp_i64(const void *pa, const void *pb)
+{
+    int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
+    return (a > b) - (a < b);
+}
+
+static int iv_before(const tl_iv *a, const tl_iv *b)
+{
+    return a->s != b->s ? a->s < b->s : a->e < b->e;
+}
+
+/* Sets are mostly filled track after track, so they come in a few runs sorted by start: merge
+ * the runs pairwise rather than sort from scratch (the order is the same: by start, then end).
+ * Falls back to qsort when the runs are many or there is no memory for the merge. */
+static void ivset_sort(tl_ivset *set)
+{
+    size_t n = set->n, nruns = 1;
+    for (size_t i = 1; i < n; i++)
+        nruns += iv_before(&set->v[i], &set->v[i - 1]);
+    if (nruns == 1)
+        return;
+    size_t *run = nruns <= 64 ? malloc((nruns + 1) * sizeof *run) : NULL;
+    tl_iv *tmp = run ? tl_big_alloc(n * sizeof *tmp) : NULL;
+    if (!tmp) {
+        free(run);
+        qsort(set->v, n, sizeof *set->v, iv_cmp);
+        return;
+    }
+    size_t k = 0;
+    run[k++] = 0;
+    for (size_t i = 1; i < n; i++)
+        if (iv_before(&set->v[i], &set->v[i - 1]))
+            run[k++] = i;
+    run[k] = n;
+    tl_iv *src = set->v, *dst = tmp;
+    while (nruns > 1) {
+        size_t w = 0, r = 0;
+        for (; r + 1 < nruns; r += 2) {
+            const tl_iv *x = src + run[r], *xe = src + run[r + 1];
+            const tl_iv *y = xe, *ye = src + run[r + 2];
+            tl_iv *o = dst + run[r];
+            while (x < xe && y < ye)
+                *o++ = iv_before(y, x) ? *y++ : *x++;
+            memcpy(o, x, (size_t)(xe - x) * sizeof *o);
+            o += xe - x;
+            memcpy(o, y, (size_t)(ye - y) * sizeof *o);
+            run[w++] = run[r];
+        }
+        if (r < nruns) {
+            memcpy(dst + run[r], src + run[r], (run[r + 1] - run[r]) * sizeof *dst);
+            run[w++] = run[r];
+        }
+        run[w] = n;
+        nruns = w;
+        tl_iv *sw = src;
+        src = dst;
+        dst = sw;
+    }
+    if (src != set->v)
+        memcpy(set->v, src, n * sizeof *src);
+    free(tmp);
+    free(run);
+}
+
 void tl_ivset_normalize(tl_ivset *set)
 {
     if (set->n < 2)
         return;
-    int sorted = 1;
-    for (size_t i = 1; i < set->n && sorted; i++)
-        if (set->v[i].s < set->v[i - 1].s)
-            sorted = 0;
-    if (!sorted)
-        qsort(set->v, set->n, sizeof *set->v, iv_cmp);
+    ivset_sort(set);
     size_t w = 0;
     for (size_t i = 1; i < set->n; i++) {
         if (set->v[i].s <= set->v[w].e) {
@@ -179,6 +250,55 @@ void tl_profiled_window_set(const tl_trace *t, tl_ivset *set)
         tl_ivset_add(set, t0, t1);
     }
     tl_ivset_normalize(set);
+}
+
+void tl_sort_i64(int64_t *a, size_t n)
+{
+    if (n < 64) { /* insertion sort */
+        for (size_t i = 1; i < n; i++) {
+            int64_t x = a[i];
+            size_t j = i;
+            for (; j > 0 && a[j - 1] > x; j--)
+                a[j] = a[j - 1];
+            a[j] = x;
+        }
+        return;
+    }
+    uint64_t *tmp = tl_big_alloc(n * sizeof *tmp);
+    if (!tmp) {
+        qsort(a, n, sizeof *a, cmp_i64);
+        return;
+    }
+    /* LSD radix sort, a byte at a time, on the values with the sign bit flipped (so that
+     * unsigned order is signed order); bytes that are the same in every value are skipped. */
+    uint64_t *src = (uint64_t *)a, *dst = tmp, all_or = 0, all_and = ~(uint64_t)0;
+    for (size_t i = 0; i < n; i++) {
+        src[i] ^= (uint64_t)1 << 63;
+        all_or |= src[i];
+        all_and &= src[i];
+    }
+    for (int shift = 0; shift < 64; shift += 8) {
+        if ((((all_or ^ all_and) >> shift) & 0xff) == 0)
+            continue;
+        size_t count[256] = {0};
+        for (size_t i = 0; i < n; i++)
+            count[(src[i] >> shift) & 0xff]++;
+        for (size_t b = 0, at = 0; b < 256; b++) {
+            size_t c = count[b];
+            count[b] = at;
+            at += c;
+        }
+        for (size_t i = 0; i < n; i++)
+            dst[count[(src[i] >> shift) & 0xff]++] = src[i];
+        uint64_t *sw = src;
+        src = dst;
+        dst = sw;
+    }
+    if (src != (uint64_t *)a)
+        memcpy(a, src, n * sizeof *a);
+    for (size_t i = 0; i < n; i++)
+        a[i] = (int64_t)((uint64_t)a[i] ^ (uint64_t)1 << 63);
+    free(tmp);
 }
 
 void tl_self_times(const tl_trace *t, int64_t *out)

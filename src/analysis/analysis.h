@@ -22,8 +22,11 @@ typedef struct tl_ivset {
 } tl_ivset;
 
 void tl_ivset_add(tl_ivset *set, int64_t s, int64_t e); /* ignores e <= s */
-void tl_ivset_normalize(tl_ivset *set);                 /* sort and merge overlaps */
-int64_t tl_ivset_length(const tl_ivset *set);           /* total length (normalized set) */
+/* Add [s, e), or merge it into the last interval when it starts inside it: for a set about to
+ * be normalized, filled in start order (one track's events), this keeps it small. */
+void tl_ivset_extend(tl_ivset *set, int64_t s, int64_t e);
+void tl_ivset_normalize(tl_ivset *set);       /* sort and merge overlaps */
+int64_t tl_ivset_length(const tl_ivset *set); /* total length (normalized set) */
 void tl_ivset_union(const tl_ivset *a, const tl_ivset *b, tl_ivset *out);     /* normalized */
 void tl_ivset_intersect(const tl_ivset *a, const tl_ivset *b, tl_ivset *out); /* normalized */
 void tl_ivset_subtract(const tl_ivset *a, const tl_ivset *b, tl_ivset *out);  /* a minus b */
@@ -45,6 +48,10 @@ void tl_profiled_window(const tl_trace *t, tl_window *w);
 /* The same window as an interval set (normalized): the steps that took time, or the span. Steps
  * with no duration are not steps here (nor in tl_profiled_window). */
 void tl_profiled_window_set(const tl_trace *t, tl_ivset *set);
+
+/* Sort n int64 ascending (a radix sort: the delays and durations views sort run to hundreds of
+ * thousands). */
+void tl_sort_i64(int64_t *a, size_t n);
 
 /* Self time of every event: dur minus the durations of its direct children (host spans and
  * runtime calls nested in it on the same track). out has t->nev entries. */

@@ -79,7 +79,7 @@ static int qsorted(const qpoint *q, size_t n)
 static void queue_stats(qpoint *q, size_t nq, tl_stream_stats *st)
 {
     size_t n = nq / 2;
-    qpoint *tmp = malloc(nq * sizeof *tmp);
+    qpoint *tmp = tl_big_alloc(nq * sizeof *tmp);
     if (!tmp) {
         qsort(q, nq, sizeof *q, cmp_qpoint);
     } else {
@@ -129,8 +129,8 @@ static int stream_pass(const tl_trace *t, size_t from, size_t to, tl_idle *x, tl
     for (size_t i = from; i < to; i++)
         if (is_device_op(&t->ev[i]))
             nops++;
-    st->delays = malloc((nops ? nops : 1) * sizeof *st->delays);
-    qpoint *q = malloc((nops ? nops : 1) * 2 * sizeof *q);
+    st->delays = tl_big_alloc(nops * sizeof *st->delays);
+    qpoint *q = tl_big_alloc(nops * 2 * sizeof *q);
     if (!st->delays || !q) {
         free(q);
         return -1;

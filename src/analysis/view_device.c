@@ -105,10 +105,10 @@ tl_table *tl_view_device(const tl_trace *t, const tl_view_opts *o, tl_error *err
         a->used = 1;
         if (e->cat == TL_CAT_KERNEL) {
             a->nkern++;
-            tl_ivset_add(&a->kern, e->ts, e->ts + e->dur);
+            tl_ivset_extend(&a->kern, e->ts, e->ts + e->dur);
         } else {
             a->ncopy++;
-            tl_ivset_add(&a->copy, e->ts, e->ts + e->dur);
+            tl_ivset_extend(&a->copy, e->ts, e->ts + e->dur);
         }
     }
     uint32_t nused = 0;

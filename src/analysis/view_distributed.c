@@ -32,15 +32,35 @@ int tl_is_comm_kernel_name(const char *name)
            has_ci(name, "hccl");
 }
 
-static int is_host_comm(const tl_trace *t, const tl_event *e)
+static int is_host_comm_name(const char *n)
+{
+    return !strncmp(n, "nccl:", 5) || !strncmp(n, "c10d::", 6) || !strncmp(n, "gloo:", 5) ||
+           !strcmp(n, "record_param_comms");
+}
+
+/* What a string id names, looked at once per id (a trace has millions of events and thousands
+ * of names). */
+enum { NAME_SEEN = 1, NAME_COMM_KERNEL = 2, NAME_HOST_COMM = 4 };
+
+static uint8_t name_kind(const tl_trace *t, uint8_t *named, uint32_t id)
+{
+    if (id >= t->strings.count)
+        return 0;
+    if (!named[id]) {
+        const char *n = tl_str(&t->strings, id);
+        named[id] = NAME_SEEN | (tl_is_comm_kernel_name(n) ? NAME_COMM_KERNEL : 0) |
+                    (is_host_comm_name(n) ? NAME_HOST_COMM : 0);
+    }
+    return named[id];
+}
+
+static int is_host_comm(const tl_trace *t, uint8_t *named, const tl_event *e)
 {
     if (e->cat == TL_CAT_COMMUNICATION)
         return 1;
     if (e->cat != TL_CAT_OPERATOR && e->cat != TL_CAT_USER)
         return 0;
-    const char *n = tl_str(&t->strings, e->name);
-    return !strncmp(n, "nccl:", 5) || !strncmp(n, "c10d::", 6) || !strncmp(n, "gloo:", 5) ||
-           !strcmp(n, "record_param_comms");
+    return (name_kind(t, named, e->name) & NAME_HOST_COMM) != 0;
 }
 
 /* Launched from inside a Communication range: walk up from the launching call. */
@@ -60,24 +80,26 @@ int tl_comm_compute(const tl_trace *t, tl_comm *c)
     memset(c, 0, sizeof *c);
     tl_profiled_window(t, &c->window);
     tl_ivset comm = {0}, comp = {0}, host = {0}, tmp = {0};
-    /* per string id: 0 = not looked at yet, 1 = not a communication kernel name, 2 = one */
-    uint8_t *named = calloc(t->strings.count ? t->strings.count : 1, 1);
+    uint8_t *named = calloc(t->strings.count ? t->strings.count : 1, 1); /* NAME_* per id */
     if (!named)
         return -1;
+    /* Without Communication ranges no kernel is launched from one: skip the walks up. */
+    int ranges = 0;
+    for (size_t i = 0; i < t->nev && !ranges; i++)
+        ranges = t->ev[i].cat == TL_CAT_COMMUNICATION;
     for (size_t i = 0; i < t->nev; i++) {
         const tl_event *e = &t->ev[i];
         if (e->cat == TL_CAT_KERNEL) {
-            if (e->name < t->strings.count && !named[e->name])
-                named[e->name] = 1 + tl_is_comm_kernel_name(tl_str(&t->strings, e->name));
-            if ((e->name < t->strings.count && named[e->name] == 2) || launched_in_comm(t, e)) {
-                tl_ivset_add(&comm, e->ts, e->ts + e->dur);
+            if ((name_kind(t, named, e->name) & NAME_COMM_KERNEL) ||
+                (ranges && launched_in_comm(t, e))) {
+                tl_ivset_extend(&comm, e->ts, e->ts + e->dur);
                 c->ncomm++;
             } else {
-                tl_ivset_add(&comp, e->ts, e->ts + e->dur);
+                tl_ivset_extend(&comp, e->ts, e->ts + e->dur);
                 c->ncomp++;
             }
-        } else if (!tl_cat_is_device((tl_cat)e->cat) && e->dur > 0 && is_host_comm(t, e)) {
-            tl_ivset_add(&host, e->ts, e->ts + e->dur);
+        } else if (!tl_cat_is_device((tl_cat)e->cat) && e->dur > 0 && is_host_comm(t, named, e)) {
+            tl_ivset_extend(&host, e->ts, e->ts + e->dur);
             c->nhost++;
         }
     }

@@ -125,7 +125,7 @@ static void check_gpu_idle(ctx *c)
                 continue;
             devs[ndev++] = d;
         }
-        tl_ivset_add(&sets[k], e->ts, e->ts + e->dur);
+        tl_ivset_extend(&sets[k], e->ts, e->ts + e->dur);
     }
     int worst = -1;
     int64_t worst_busy = 0;
@@ -192,7 +192,7 @@ static void check_dataloader(ctx *c)
             dlname = named[e->name] == 2;
         }
         if (e->cat == TL_CAT_DATALOADER || dlname) {
-            tl_ivset_add(&dl, e->ts, e->ts + e->dur);
+            tl_ivset_extend(&dl, e->ts, e->ts + e->dur);
             calls++;
         }
     }
@@ -401,6 +401,9 @@ static void check_dominant(ctx *c)
     /* GPU: kernel time by the innermost operator around its launch call, or by the innermost
      * named range when no operator encloses it (tally's own traces); attrib.c decides. */
     const uint32_t ranges = TL_OWNER_ANY_SPAN & ~TL_CATBIT(TL_CAT_STEP) & ~TL_CATBIT(TL_CAT_OTHER);
+    /* the owner of each linked kernel, in event order, for the second pass below */
+    int32_t *owner = NULL;
+    size_t nowner = 0, capowner = 0;
     for (size_t i = 0; i < t->nev; i++) {
         const tl_event *e = &t->ev[i];
         if (e->cat != TL_CAT_KERNEL || e->link == TL_NONE)
@@ -408,6 +411,17 @@ static void check_dominant(ctx *c)
         int32_t j = tl_launch_owner(t, i, TL_CATBIT(TL_CAT_OPERATOR));
         if (j == TL_NONE)
             j = tl_launch_owner(t, i, ranges);
+        if (nowner == capowner) {
+            capowner = capowner ? capowner * 2 : 1024;
+            int32_t *no = realloc(owner, capowner * sizeof *no);
+            if (!no) {
+                free(owner);
+                free(acc);
+                return;
+            }
+            owner = no;
+        }
+        owner[nowner++] = j;
         if (j == TL_NONE)
             continue;
         acc[t->ev[j].name] += e->dur;
@@ -418,11 +432,13 @@ static void check_dominant(ctx *c)
         what = "of GPU kernel time";
     } else if (c->has_device) {
         free(acc); /* kernels, but none launched from a named place */
+        free(owner);
         return;
     } else {
-        int64_t *self = malloc((t->nev ? t->nev : 1) * sizeof *self);
+        int64_t *self = tl_big_alloc(t->nev * sizeof *self);
         if (!self) {
             free(acc);
+            free(owner);
             return;
         }
         tl_self_times(t, self);
@@ -451,25 +467,26 @@ static void check_dominant(ctx *c)
     free(acc);
     double p = pct(top, total);
     /* one name alone is not "dominating" anything */
-    if (!total || !second || p < DOMINANT_PCT_MIN)
+    if (!total || !second || p < DOMINANT_PCT_MIN) {
+        free(owner);
         return;
+    }
     /* Time at stake: the wall time its work covers in the window (the union of its kernels, or
      * of its calls), not the sum, which counts threads and streams that run at once. */
     tl_ivset mine = {0};
-    for (size_t i = 0; i < t->nev; i++) {
+    for (size_t i = 0, k = 0; i < t->nev; i++) {
         const tl_event *e = &t->ev[i];
         if (gpu) {
             if (e->cat != TL_CAT_KERNEL || e->link == TL_NONE)
                 continue;
-            int32_t j = tl_launch_owner(t, i, TL_CATBIT(TL_CAT_OPERATOR));
-            if (j == TL_NONE)
-                j = tl_launch_owner(t, i, ranges);
+            int32_t j = owner[k++];
             if (j == TL_NONE || t->ev[j].name != best)
                 continue;
         } else if ((int)e->cat != cpu_cat || e->name != best)
             continue;
-        tl_ivset_add(&mine, e->ts, e->ts + e->dur);
+        tl_ivset_extend(&mine, e->ts, e->ts + e->dur);
     }
+    free(owner);
     tl_ivset_normalize(&mine);
     int64_t stake = in_window(c, &mine);
     tl_ivset_free(&mine);
@@ -532,10 +549,8 @@ tl_table *tl_view_findings(const tl_trace *t, const tl_view_opts *o, tl_error *e
     memset(&c, 0, sizeof c);
     c.t = t;
     tl_profiled_window(t, &c.w);
-    for (size_t i = 0; i < t->nev; i++) {
-        if (is_device_op(&t->ev[i]))
-            c.has_device = 1;
-    }
+    for (size_t i = 0; i < t->nev && !c.has_device; i++)
+        c.has_device = is_device_op(&t->ev[i]);
     tl_profiled_window_set(t, &c.window);
     c.short_ns = o && o->threshold_ns > 0 ? o->threshold_ns : TL_SHORT_KERNEL_NS_DEFAULT;
     tl_table *tab = tl_table_new("Findings", "findings", find_cols, F_NCOLS);

@@ -111,12 +111,6 @@ static void launch_row(tl_table *tab, const char *scope, const tl_stream_stats *
     }
 }
 
-static int cmp_i64(const void *pa, const void *pb)
-{
-    int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
-    return (a > b) - (a < b);
-}
-
 static void fmt_us(char *buf, size_t n, int64_t ns)
 {
     tl_fmt_time(buf, n, ns, TL_UNIT_AUTO);
@@ -154,14 +148,14 @@ tl_table *tl_view_gaps_ex(const tl_trace *t, const tl_view_opts *o, int64_t kern
     size_t ndelays = 0;
     for (size_t i = 0; i < x.nstreams; i++)
         ndelays += x.streams[i].ndelays;
-    all.delays = malloc((ndelays ? ndelays : 1) * sizeof *all.delays);
+    all.delays = tl_big_alloc(ndelays * sizeof *all.delays);
     if (!all.delays)
         goto oom;
     for (size_t i = 0; i < x.nstreams; i++) {
         tl_stream_stats *s = &x.streams[i];
         const tl_track *tr = &t->tracks[s->track];
         if (x.nstreams > 1) /* their own rows in the launch table */
-            qsort(s->delays, s->ndelays, sizeof *s->delays, cmp_i64);
+            tl_sort_i64(s->delays, s->ndelays);
         int r = tl_table_add_row(idle);
         if (r < 0)
             goto oom;
@@ -242,7 +236,7 @@ tl_table *tl_view_gaps_ex(const tl_trace *t, const tl_view_opts *o, int64_t kern
     for (size_t i = 1; i < all.ndelays && !unsorted; i++)
         unsorted = all.delays[i] < all.delays[i - 1];
     if (unsorted)
-        qsort(all.delays, all.ndelays, sizeof *all.delays, cmp_i64);
+        tl_sort_i64(all.delays, all.ndelays);
     launch_row(launch, "all", &all);
     free(all.delays);
     if (x.nstreams > 1) {

@@ -53,6 +53,13 @@ typedef struct step {
     tl_ivset cover;    /* phase pieces, for Other */
 } step;
 
+/* An outermost phase range: its event, its CPU time within the steps, the kernel time it
+ * launched. */
+typedef struct item {
+    int32_t ev;
+    int64_t cpu, gpu;
+} item;
+
 typedef struct phase_stat {
     int64_t calls, total, max, min;
     int64_t gpu_total, gpu_max, gpu_min;
@@ -173,8 +180,9 @@ tl_table *tl_view_model(const tl_trace *t, const tl_view_opts *o, tl_error *err)
 {
     (void)o;
     tl_table *tab = NULL;
-    int32_t *outer = NULL; /* outermost phase range containing the event (or itself), -1 */
-    int64_t *item_cpu = NULL, *item_gpu = NULL;
+    int32_t *outer = NULL; /* the item of the outermost phase range around the event, -1 */
+    item *it = NULL;       /* the outermost phase ranges, in event order */
+    size_t nit = 0, capit = 0;
     step *st = NULL;
     int nst = 0;
 
@@ -183,10 +191,8 @@ tl_table *tl_view_model(const tl_trace *t, const tl_view_opts *o, tl_error *err)
         nst += t->ev[i].cat == TL_CAT_STEP && t->ev[i].dur > 0;
     int pseudo = nst == 0;
     st = calloc(pseudo ? 1 : (size_t)nst, sizeof *st);
-    outer = malloc((t->nev ? t->nev : 1) * sizeof *outer);
-    item_cpu = calloc(t->nev ? t->nev : 1, sizeof *item_cpu);
-    item_gpu = calloc(t->nev ? t->nev : 1, sizeof *item_gpu);
-    if (!st || !outer || !item_cpu || !item_gpu)
+    outer = tl_big_alloc(t->nev * sizeof *outer);
+    if (!st || !outer)
         goto oom;
     if (pseudo) {
         tl_trace_span(t, &st[0].s, &st[0].e);
@@ -214,19 +220,26 @@ tl_table *tl_view_model(const tl_trace *t, const tl_view_opts *o, tl_error *err)
             have_kernels = 1;
         if (tl_cat_is_device((tl_cat)e->cat))
             continue;
-        if (e->parent != TL_NONE && e->parent < (int32_t)i && outer[e->parent] >= 0)
+        if (e->parent != TL_NONE && e->parent < (int32_t)i && outer[e->parent] >= 0) {
             outer[i] = outer[e->parent];
-        else if (phase_index((tl_cat)e->cat) >= 0 && e->dur > 0)
-            outer[i] = (int32_t)i;
+        } else if (phase_index((tl_cat)e->cat) >= 0 && e->dur > 0) {
+            if (nit == capit) {
+                capit = capit ? capit * 2 : 256;
+                item *ni = realloc(it, capit * sizeof *ni);
+                if (!ni)
+                    goto oom;
+                it = ni;
+            }
+            it[nit] = (item){(int32_t)i, 0, 0};
+            outer[i] = (int32_t)nit++;
+        }
     }
 
     /* Cut each phase range at step boundaries. */
     phase_stat ps[PH_N];
     memset(ps, 0, sizeof ps);
-    for (size_t i = 0; i < t->nev; i++) {
-        if (outer[i] != (int32_t)i)
-            continue;
-        const tl_event *e = &t->ev[i];
+    for (size_t q = 0; q < nit; q++) {
+        const tl_event *e = &t->ev[it[q].ev];
         int p = phase_index((tl_cat)e->cat);
         int64_t s = e->ts, end = e->ts + e->dur, in = 0;
         int lo = 0, hi = nst; /* first step ending after s */
@@ -244,10 +257,10 @@ tl_table *tl_view_model(const tl_trace *t, const tl_view_opts *o, tl_error *err)
                 break;
             int64_t a = s > st[k].s ? s : st[k].s, b = end < st[k].e ? end : st[k].e;
             st[k].cpu[p] += b - a;
-            tl_ivset_add(&st[k].cover, a, b);
+            tl_ivset_extend(&st[k].cover, a, b);
             in += b - a;
         }
-        item_cpu[i] = in;
+        it[q].cpu = in;
         if (in > 0) {
             ps[p].calls++;
             stat_add(&ps[p].total, &ps[p].max, &ps[p].min, ps[p].calls, in);
@@ -268,19 +281,19 @@ tl_table *tl_view_model(const tl_trace *t, const tl_view_opts *o, tl_error *err)
         if (k < 0)
             continue;
         st[k].gpu_all += e->dur;
-        int32_t it = outer[e->link];
-        if (it >= 0 && item_cpu[it] > 0) {
-            st[k].gpu[phase_index((tl_cat)t->ev[it].cat)] += e->dur;
-            item_gpu[it] += e->dur;
+        int32_t q = outer[e->link];
+        if (q >= 0 && it[q].cpu > 0) {
+            st[k].gpu[phase_index((tl_cat)t->ev[it[q].ev].cat)] += e->dur;
+            it[q].gpu += e->dur;
         }
     }
     int64_t gcount[PH_N] = {0};
-    for (size_t i = 0; i < t->nev && have_kernels; i++) {
-        if (outer[i] != (int32_t)i || item_cpu[i] <= 0)
+    for (size_t q = 0; q < nit && have_kernels; q++) {
+        if (it[q].cpu <= 0)
             continue;
-        int p = phase_index((tl_cat)t->ev[i].cat);
+        int p = phase_index((tl_cat)t->ev[it[q].ev].cat);
         gcount[p]++;
-        stat_add(&ps[p].gpu_total, &ps[p].gpu_max, &ps[p].gpu_min, gcount[p], item_gpu[i]);
+        stat_add(&ps[p].gpu_total, &ps[p].gpu_max, &ps[p].gpu_min, gcount[p], it[q].gpu);
     }
 
     /* Step totals and Other. */
@@ -383,8 +396,7 @@ tl_table *tl_view_model(const tl_trace *t, const tl_view_opts *o, tl_error *err)
         tl_ivset_free(&st[k].cover);
     free(st);
     free(outer);
-    free(item_cpu);
-    free(item_gpu);
+    free(it);
     return tab;
 oom:
     if (st)
@@ -392,8 +404,7 @@ oom:
             tl_ivset_free(&st[k].cover);
     free(st);
     free(outer);
-    free(item_cpu);
-    free(item_gpu);
+    free(it);
     tl_table_free(tab);
     tl_error_set(err, "model: out of memory");
     return NULL;

@@ -137,7 +137,9 @@ tl_table *tl_view_operator(const tl_trace *t, const tl_view_opts *o, tl_error *e
     tl_table *tab = tl_table_new("Operator Summary", "operator", cols, C_NCOLS);
     tl_table *out = NULL;
     /* per operator call: its ordinal (opid, 4 bytes an event) and its times */
-    int32_t *opid = malloc((t->nev ? t->nev : 1) * sizeof *opid);
+    int32_t *opid = tl_big_alloc(t->nev * sizeof *opid);
+    /* name id -> its row in acc, -1 = none yet (ids are dense: an array, not a hash) */
+    int32_t *byid = malloc((t->strings.count ? t->strings.count : 1) * sizeof *byid);
     op_call *oc = NULL;
     size_t nops = 0;
     uint64_t unlinked = 0;
@@ -147,11 +149,12 @@ tl_table *tl_view_operator(const tl_trace *t, const tl_view_opts *o, tl_error *e
     child_acc *ch = NULL;
     int32_t *byname = NULL;
     size_t nacc = 0, cap = 0, nch = 0, chcap = 0;
-    if (!tab || !opid)
+    if (!tab || !opid || !byid)
         goto oom;
+    memset(byid, 0xff, (t->strings.count ? t->strings.count : 1) * sizeof *byid);
     for (size_t i = 0; i < t->nev; i++)
         opid[i] = t->ev[i].cat == TL_CAT_OPERATOR ? (int32_t)nops++ : -1;
-    oc = calloc(nops ? nops : 1, sizeof *oc);
+    oc = tl_big_calloc(nops ? nops : 1, sizeof *oc);
     if (!oc)
         goto oom;
     /* self = duration minus the direct children (spans and runtime calls on its thread) */
@@ -188,7 +191,7 @@ tl_table *tl_view_operator(const tl_trace *t, const tl_view_opts *o, tl_error *e
         const tl_event *e = &t->ev[i];
         if (e->cat != TL_CAT_OPERATOR)
             continue;
-        int32_t k = tl_keymap_get(&map, e->name);
+        int32_t k = e->name < t->strings.count ? byid[e->name] : tl_keymap_get(&map, e->name);
         if (k < 0) {
             if (nacc == cap) {
                 size_t nc = cap ? cap * 2 : 64;
@@ -205,6 +208,8 @@ tl_table *tl_view_operator(const tl_trace *t, const tl_view_opts *o, tl_error *e
                               .gpu_max = INT64_MIN,
                               .gpu_min = INT64_MAX,
                               .first_child = -1};
+            if (e->name < t->strings.count)
+                byid[e->name] = k;
             if (tl_keymap_put(&map, e->name, k) != 0)
                 goto oom;
         }
@@ -342,6 +347,7 @@ fail:
     tab = NULL;
 done:
     free(opid);
+    free(byid);
     free(oc);
     tl_keymap_free(&map);
     tl_keymap_free(&cmap);

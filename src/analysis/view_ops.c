@@ -131,8 +131,37 @@ static int filtered_name(const char *n)
 
 enum { ROW_NONE = 0, ROW_HOST, ROW_DEVICE };
 
+/* What a string id names, decided once per id: a trace has millions of events and thousands of
+ * names. */
+enum {
+    NM_SEEN = 1,
+    NM_DROPPED = 2, /* filtered_name, or Kineto's "PyTorch Profiler (N)" session span */
+    NM_STEP = 4,    /* ProfilerStep#N */
+    NM_OOM = 8      /* [OutOfMemory] */
+};
+
+static int is_step_name(const char *n)
+{
+    return !strncmp(n, "ProfilerStep#", 13);
+}
+
+static uint8_t name_flags(const tl_trace *t, uint8_t *named, uint32_t id)
+{
+    if (id >= t->strings.count)
+        id = 0; /* tl_str reads such ids as "" */
+    if (!named[id]) {
+        const char *n = tl_str(&t->strings, id);
+        /* Kineto's span of the whole profiling session ("PyTorch Profiler (0)", cat "Trace") is
+         * written by the trace exporter, not an event PyTorch's table sees */
+        int dropped = filtered_name(n) || !strncmp(n, "PyTorch Profiler (", 18);
+        named[id] = NM_SEEN | (dropped ? NM_DROPPED : 0) | (is_step_name(n) ? NM_STEP : 0) |
+                    (!strcmp(n, "[OutOfMemory]") ? NM_OOM : 0);
+    }
+    return named[id];
+}
+
 /* What kind of row an event gives. */
-static int row_kind(const tl_trace *t, const tl_event *e)
+static int row_kind(const tl_trace *t, uint8_t *named, const tl_event *e)
 {
     switch ((tl_cat)e->cat) {
     case TL_CAT_KERNEL:
@@ -152,12 +181,7 @@ static int row_kind(const tl_trace *t, const tl_event *e)
     if ((e->flags & TL_EV_INSTANT) || e->track >= t->ntracks ||
         t->tracks[e->track].kind != TL_TRACK_THREAD)
         return ROW_NONE;
-    const char *name = tl_str(&t->strings, e->name);
-    if (filtered_name(name))
-        return ROW_NONE;
-    /* Kineto's span of the whole profiling session ("PyTorch Profiler (0)", cat "Trace") is
-     * written by the trace exporter, not an event PyTorch's table sees */
-    if (!strncmp(name, "PyTorch Profiler (", 18))
+    if (name_flags(t, named, e->name) & NM_DROPPED)
         return ROW_NONE;
     return ROW_HOST;
 }
@@ -201,6 +225,26 @@ static size_t mem_bound(const memrec *m, size_t n, int64_t x, int upper)
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
         if (m[mid].ts < x || (upper && m[mid].ts == x))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* mem_bound(m, n, x, 1) for x >= m[from - 1].ts (from = mem_bound of a smaller x): gallop
+ * from there, since x is most often close. */
+static size_t mem_gallop(const memrec *m, size_t n, size_t from, int64_t x)
+{
+    size_t lo = from, step = 1;
+    while (lo + step <= n && m[lo + step - 1].ts <= x) {
+        lo += step;
+        step *= 2;
+    }
+    size_t hi = lo + step <= n ? lo + step - 1 : n; /* m[hi].ts > x, or hi = n */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (m[mid].ts <= x)
             lo = mid + 1;
         else
             hi = mid;
@@ -360,11 +404,6 @@ typedef struct ev_info {
 #define MEMORY_NAME_ID (UINT32_MAX - 1)
 #define OOM_NAME_ID    (UINT32_MAX - 2)
 
-static int is_step_name(const char *n)
-{
-    return !strncmp(n, "ProfilerStep#", 13);
-}
-
 /* The grouping state of one call. */
 typedef struct ops_ctx {
     const tl_trace *t;
@@ -372,6 +411,9 @@ typedef struct ops_ctx {
     ops_row *rows;
     size_t nrows, cap;
     tl_keymap maps[4]; /* by class: host/device x annotation or not */
+    /* The same without shapes, as arrays indexed by name id (one lookup per event, so no hash):
+     * row + 1, 0 = none yet. */
+    int32_t *byname[4];
     shape_set shapes;
 } ops_ctx;
 
@@ -381,7 +423,14 @@ static int32_t row_for(ops_ctx *x, uint32_t nameid, const char *name, int device
 {
     int cls = device * 2 + annot;
     uint64_t key = tl_key2(nameid, shapes);
-    int32_t r = tl_keymap_get(&x->maps[cls], key);
+    int32_t *slot = NULL;
+    if (!shapes && nameid < x->t->strings.count) {
+        if (!x->byname[cls] &&
+            !(x->byname[cls] = calloc(x->t->strings.count, sizeof *x->byname[cls])))
+            return -1;
+        slot = &x->byname[cls][nameid];
+    }
+    int32_t r = slot ? *slot - 1 : tl_keymap_get(&x->maps[cls], key);
     if (r >= 0) {
         ops_row *a = &x->rows[r];
         if (ts < a->first_ts || (ts == a->first_ts && end > a->first_end)) {
@@ -408,7 +457,9 @@ static int32_t row_for(ops_ctx *x, uint32_t nameid, const char *name, int device
                            .first_ts = ts,
                            .first_end = end,
                            .first_ev = ev};
-    if (tl_keymap_put(&x->maps[cls], key, r) != 0)
+    if (slot)
+        *slot = r + 1;
+    else if (tl_keymap_put(&x->maps[cls], key, r) != 0)
         return -1;
     return r;
 }
@@ -416,7 +467,8 @@ static int32_t row_for(ops_ctx *x, uint32_t nameid, const char *name, int device
 tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
 {
     size_t n = t->nev;
-    ev_info *in = malloc((n ? n : 1) * sizeof *in);
+    ev_info *in = tl_big_alloc(n * sizeof *in);
+    uint8_t *named = calloc(t->strings.count ? t->strings.count : 1, 1); /* NM_* per id */
     memrec *mem = NULL;
     int32_t *attributed = NULL;
     int64_t *pc = NULL, *pd = NULL;
@@ -425,14 +477,14 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
     ops_row *rows = NULL;
     size_t nrows = 0;
     tl_table *tab = NULL;
-    if (!in)
+    if (!in || !named)
         goto oom;
 
     /* 1. which events are rows, and the tree of kept host events */
     for (size_t i = 0; i < n; i++) {
         const tl_event *e = &t->ev[i];
         ev_info *x = &in[i];
-        x->kind = (int8_t)row_kind(t, e);
+        x->kind = (int8_t)row_kind(t, named, e);
         x->async = (e->flags & TL_EV_ASYNC) != 0;
         x->merged = 0;
         x->nchild = 0;
@@ -458,8 +510,8 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
             continue;
         int32_t q = x->eparent;
         int same =
-            t->ev[q].name == t->ev[i].name || (is_step_name(tl_str(&t->strings, t->ev[q].name)) &&
-                                               is_step_name(tl_str(&t->strings, t->ev[i].name)));
+            t->ev[q].name == t->ev[i].name || ((name_flags(t, named, t->ev[q].name) & NM_STEP) &&
+                                               (name_flags(t, named, t->ev[i].name) & NM_STEP));
         if (same && in[q].nchild == 1) {
             in[q].nchild = x->nchild;
             x->kind = ROW_NONE;
@@ -475,7 +527,7 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
             continue;
         const char *nm = tl_str(&t->strings, e->name);
         uint32_t nameid = e->name;
-        if (is_step_name(nm)) {
+        if (name_flags(t, named, e->name) & NM_STEP) {
             nm = "ProfilerStep*";
             nameid = STEP_NAME_ID;
         }
@@ -516,10 +568,10 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
     /* 4. memory: records sorted by time; each host event takes those in [start, end] (on any
      * thread, as torch does); records in no event become rows of their own */
     if (nmem) {
-        mem = malloc(nmem * sizeof *mem);
-        attributed = calloc(nmem + 1, sizeof *attributed);
-        pc = malloc((nmem + 1) * sizeof *pc);
-        pd = malloc((nmem + 1) * sizeof *pd);
+        mem = tl_big_alloc(nmem * sizeof *mem);
+        attributed = tl_big_calloc(nmem + 1, sizeof *attributed);
+        pc = tl_big_alloc((nmem + 1) * sizeof *pc);
+        pd = tl_big_alloc((nmem + 1) * sizeof *pd);
         if (!mem || !attributed || !pc || !pd)
             goto oom;
         size_t k = 0;
@@ -529,21 +581,35 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
                 mem[k++] =
                     (memrec){e->ts, e->value, (e->flags & TL_EV_MEM_DEVICE) != 0, (int32_t)i};
         }
-        qsort(mem, nmem, sizeof *mem, memrec_cmp);
+        /* in event order: sorted already when they are all on one thread */
+        for (size_t j = 1; j < nmem; j++)
+            if (memrec_cmp(&mem[j - 1], &mem[j]) > 0) {
+                qsort(mem, nmem, sizeof *mem, memrec_cmp);
+                break;
+            }
         pc[0] = pd[0] = 0;
         for (size_t j = 0; j < nmem; j++) {
-            int oom_rec = !strcmp(tl_str(&t->strings, t->ev[mem[j].ev].name), "[OutOfMemory]");
+            int oom_rec = (name_flags(t, named, t->ev[mem[j].ev].name) & NM_OOM) != 0;
             int64_t b = oom_rec ? 0 : mem[j].bytes;
             pc[j + 1] = pc[j] + (mem[j].device ? 0 : b);
             pd[j + 1] = pd[j] + (mem[j].device ? b : 0);
         }
+        /* Events of a track come by start: the lower bound only moves forward along a track,
+         * and the upper one is near it for all but the longest events. */
+        uint32_t track = UINT32_MAX;
+        size_t lo = 0;
         for (size_t i = 0; i < n; i++) {
             const tl_event *e = &t->ev[i];
             const ev_info *x = &in[i];
             if (x->kind != ROW_HOST && !x->merged)
                 continue;
-            size_t lo = mem_bound(mem, nmem, e->ts, 0);
-            size_t hi = mem_bound(mem, nmem, e->ts + e->dur, 1);
+            if (e->track != track) {
+                track = e->track;
+                lo = mem_bound(mem, nmem, e->ts, 0);
+            }
+            while (lo < nmem && mem[lo].ts < e->ts)
+                lo++;
+            size_t hi = mem_gallop(mem, nmem, lo, e->ts + e->dur);
             if (hi <= lo)
                 continue;
             attributed[lo]++;
@@ -570,7 +636,7 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
             if (run > 0)
                 continue;
             const memrec *m = &mem[j];
-            int oom_rec = !strcmp(tl_str(&t->strings, t->ev[m->ev].name), "[OutOfMemory]");
+            int oom_rec = (name_flags(t, named, t->ev[m->ev].name) & NM_OOM) != 0;
             int32_t r =
                 row_for(&X, oom_rec ? OOM_NAME_ID : MEMORY_NAME_ID,
                         oom_rec ? "[OutOfMemory]" : "[memory]", 0, 0, 0, 0, m->ts, m->ts, n + j);
@@ -723,10 +789,13 @@ fail:
     tl_table_free(tab);
     tab = NULL;
 done:
-    for (int k = 0; k < 4; k++)
+    for (int k = 0; k < 4; k++) {
         tl_keymap_free(&X.maps[k]);
+        free(X.byname[k]);
+    }
     shape_set_free(&X.shapes);
     free(in);
+    free(named);
     free(mem);
     free(attributed);
     free(pc);

@@ -165,14 +165,14 @@ tl_table *tl_view_overview(const tl_trace *t, const tl_view_opts *o, tl_error *e
             if (e->link != TL_NONE ? !ivset_has(&win, launch) : (s < w.t0 || s >= w.t1))
                 continue;
             ndev_events++;
-            tl_ivset_add(&dev[d].iv, s, end);
+            tl_ivset_extend(&dev[d].iv, s, end);
             dev[d].calls++;
             if (d == D_KERNEL) {
                 uint8_t *cn = &comm_name[e->name < t->strings.count ? e->name : 0];
                 if (!*cn)
                     *cn = is_comm_kernel(tl_str(&t->strings, e->name)) ? 2 : 1;
                 if (*cn == 2) {
-                    tl_ivset_add(&dev[D_COMM].iv, s, end);
+                    tl_ivset_extend(&dev[D_COMM].iv, s, end);
                     dev[D_COMM].calls++;
                 }
             }
@@ -193,7 +193,7 @@ tl_table *tl_view_overview(const tl_trace *t, const tl_view_opts *o, tl_error *e
             if (!inside)
                 continue;
         }
-        tl_ivset_add(&host[c].iv, s, end);
+        tl_ivset_extend(&host[c].iv, s, end);
         host[c].calls++;
     }
 

@@ -39,7 +39,7 @@ tl_table *tl_view_ranges(const tl_trace *t, const tl_view_opts *o, tl_error *err
     /* Without thread_sep the Thread column is left out: columns from R_NAME on. */
     tl_table *tab = tl_table_new("UserDefined Summary", "ranges", sep ? cols : cols + R_NAME,
                                  sep ? R_NCOLS : R_NCOLS - R_NAME);
-    int64_t *self = malloc((t->nev ? t->nev : 1) * sizeof *self);
+    int64_t *self = tl_big_alloc(t->nev * sizeof *self);
     int32_t *slot = malloc((t->strings.count ? t->strings.count : 1) * sizeof *slot);
     agg *ag = NULL;
     size_t nag = 0, cap = 0;

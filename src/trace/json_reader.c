@@ -11,27 +11,38 @@
  * added to the model only once it is complete, so a retried unit leaves nothing behind.
  *
  * Errors name the file, line and column, and what was expected: "f.json:12:7: expected ':'".
+ * Lines are not counted while reading (that was 3% of the time): on an error, the part of the
+ * input already dropped from the buffer is read again to count them.
  */
 #include "trace/model.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 #include <zlib.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #define BLOCK (4u << 20)
 
 enum { JR_NEED_MORE = 1, JR_ERROR = 2 };
 
+/* A piece of the input (or of scratch). 16 bytes, so that functions return it in registers: a
+ * bigger struct goes back through memory, and reading it back stalls on store forwarding. */
 typedef struct jstr {
     const char *p;
-    size_t len;
-    int esc; /* contains backslash escapes */
+    uint32_t len;
+    uint32_t esc; /* contains backslash escapes */
 } jstr;
+
+/* Longest string or token: no event is anywhere near it. */
+#define JSTR_MAX UINT32_MAX
 
 typedef struct flow {
     int64_t id;
@@ -48,8 +59,11 @@ typedef struct jr {
     char *buf;
     size_t cap, len, pos, mark;
     int eof;
-    uint64_t consumed;       /* bytes dropped from the front of buf so far */
-    uint64_t lines_consumed; /* newlines in them */
+    uint64_t consumed; /* bytes dropped from the front of buf so far */
+    /* Where an error is, is worked out when there is one, by reading the input again up to it.
+     * Only input that cannot be read again (a pipe) counts lines as it goes: */
+    int count_lines;
+    uint64_t lines_consumed; /* newlines in the bytes dropped */
     uint64_t col_base;       /* bytes since the last newline, at the front of buf */
     const char *name;
     int progress;
@@ -74,6 +88,10 @@ typedef struct jr {
     flow *flows;
     size_t nflows, cap_flows;
 
+    /* tracks that hold an event (metadata and skipped events create tracks too) */
+    uint8_t *used;
+    uint32_t cap_used;
+
     /* scratch for unescaped strings */
     char *scratch;
     size_t scratch_n, scratch_cap;
@@ -81,9 +99,43 @@ typedef struct jr {
 
 /* ---- errors and positions ---------------------------------------------------------------- */
 
+/* Newlines in the first r->consumed bytes of the input, and the bytes after the last of them,
+ * read again from the file. Returns 0, or -1 when they cannot be read again. */
+static int count_consumed(jr *r, uint64_t *lines, uint64_t *since)
+{
+    char tmp[16384];
+    uint64_t off = 0, nl = 0, after = 0;
+    if (r->gz && gzrewind(r->gz) != 0)
+        return -1;
+    while (off < r->consumed) {
+        size_t want = r->consumed - off < sizeof tmp ? (size_t)(r->consumed - off) : sizeof tmp;
+        ssize_t got =
+            r->gz ? gzread(r->gz, tmp, (unsigned)want) : pread(r->fd, tmp, want, (off_t)off);
+        if (got <= 0)
+            return -1;
+        for (ssize_t i = 0; i < got; i++) {
+            if (tmp[i] == '\n') {
+                nl++;
+                after = 0;
+            } else {
+                after++;
+            }
+        }
+        off += (uint64_t)got;
+    }
+    *lines = nl;
+    *since = after;
+    return 0;
+}
+
 static void where(jr *r, size_t pos, uint64_t *line, uint64_t *col)
 {
-    uint64_t l = r->lines_consumed + 1;
+    uint64_t lines = r->lines_consumed, since = r->col_base;
+    if (!r->count_lines && r->consumed && count_consumed(r, &lines, &since) != 0) {
+        lines = 0;
+        since = r->consumed;
+    }
+    uint64_t l = lines + 1;
     size_t last_nl = (size_t)-1;
     for (size_t i = 0; i < pos && i < r->len; i++)
         if (r->buf[i] == '\n') {
@@ -91,7 +143,7 @@ static void where(jr *r, size_t pos, uint64_t *line, uint64_t *col)
             last_nl = i;
         }
     *line = l;
-    *col = last_nl == (size_t)-1 ? r->col_base + pos + 1 : pos - last_nl;
+    *col = last_nl == (size_t)-1 ? since + pos + 1 : pos - last_nl;
 }
 
 static void describe(jr *r, size_t pos, char *out, size_t n)
@@ -164,17 +216,19 @@ static int refill(jr *r)
     /* account for the bytes we drop */
     size_t drop = r->mark;
     if (drop) {
-        const char *p = r->buf, *end = r->buf + drop;
-        const char *last = NULL;
-        for (;;) {
-            const char *nl = memchr(p, '\n', (size_t)(end - p));
-            if (!nl)
-                break;
-            r->lines_consumed++;
-            last = nl;
-            p = nl + 1;
+        if (r->count_lines) {
+            const char *p = r->buf, *end = r->buf + drop;
+            const char *last = NULL;
+            for (;;) {
+                const char *nl = memchr(p, '\n', (size_t)(end - p));
+                if (!nl)
+                    break;
+                r->lines_consumed++;
+                last = nl;
+                p = nl + 1;
+            }
+            r->col_base = last ? (uint64_t)(end - last - 1) : r->col_base + drop;
         }
-        r->col_base = last ? (uint64_t)(end - last - 1) : r->col_base + drop;
         memmove(r->buf, r->buf + drop, r->len - drop);
         r->len -= drop;
         r->pos -= drop;
@@ -183,7 +237,7 @@ static int refill(jr *r)
     }
     if (r->cap - r->len < BLOCK / 2) {
         size_t nc = r->cap * 2;
-        char *nb = realloc(r->buf, nc + 1);
+        char *nb = tl_big_realloc(r->buf, nc + 1);
         if (!nb) {
             tl_error_set(r->err, "%s: out of memory", r->name);
             longjmp(r->jb, JR_ERROR);
@@ -237,11 +291,13 @@ static const unsigned char is_ws[256] = {[' '] = 1, ['\t'] = 1, ['\n'] = 1, ['\r
 
 static inline char peek(jr *r, const char *expected)
 {
-    while (r->pos < r->len && is_ws[(unsigned char)r->buf[r->pos]])
-        r->pos++;
-    if (r->pos >= r->len)
+    size_t i = r->pos;
+    while (i < r->len && is_ws[(unsigned char)r->buf[i]])
+        i++;
+    r->pos = i;
+    if (i >= r->len)
         need_more(r, expected);
-    return r->buf[r->pos];
+    return r->buf[i];
 }
 
 static inline void expect(jr *r, char c, const char *what)
@@ -251,32 +307,55 @@ static inline void expect(jr *r, char c, const char *what)
     r->pos++;
 }
 
+/* The closing quote of a string whose contents start at b[i], or len when it is not in
+ * b[0, len): one pass for the quote and backslashes alike, 16 bytes at a time where SSE2 is
+ * there (every x86-64). *esc is set when the string has escapes. */
+static inline size_t string_end(const char *b, size_t i, size_t len, int *esc)
+{
+    for (;;) {
+#ifdef __SSE2__
+        const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\');
+        while (i + 16 <= len) {
+            __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(b + i));
+            unsigned m = (unsigned)_mm_movemask_epi8(
+                _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash)));
+            if (m) {
+                i += (size_t)__builtin_ctz(m);
+                goto found;
+            }
+            i += 16;
+        }
+#endif
+        while (i < len && b[i] != '"' && b[i] != '\\')
+            i++;
+        if (i >= len)
+            return len;
+#ifdef __SSE2__
+    found:
+#endif
+        if (b[i] == '"')
+            return i;
+        *esc = 1; /* a backslash: it and the character it escapes are skipped */
+        i += 2;
+    }
+}
+
 /* A string; r->pos at the opening quote. */
 static jstr lex_string(jr *r)
 {
     jstr s = {0};
     if (peek(r, "a string") != '"')
         fail(r, "a string");
-    size_t i = r->pos + 1;
-    s.p = r->buf + i;
-    for (;;) {
-        const char *q = memchr(r->buf + i, '"', r->len - i);
-        if (!q)
-            need_more(r, "'\"' closing the string");
-        size_t j = (size_t)(q - r->buf);
-        /* count the backslashes before the quote */
-        size_t k = j;
-        while (k > i && r->buf[k - 1] == '\\')
-            k--;
-        if (((j - k) & 1) == 0) {
-            s.len = (size_t)(r->buf + j - s.p);
-            r->pos = j + 1;
-            break;
-        }
-        i = j + 1;
-    }
-    if (memchr(s.p, '\\', s.len))
-        s.esc = 1;
+    int esc = 0;
+    size_t e = string_end(r->buf, r->pos + 1, r->len, &esc);
+    if (e >= r->len)
+        need_more(r, "'\"' closing the string");
+    if (e - r->pos - 1 > JSTR_MAX)
+        fail(r, "a string shorter than 4 GB");
+    s.p = r->buf + r->pos + 1;
+    s.len = (uint32_t)(e - r->pos - 1);
+    s.esc = (uint32_t)esc;
+    r->pos = e + 1;
     return s;
 }
 
@@ -391,7 +470,7 @@ static jstr unescape(jr *r, jstr s)
             fail(r, "a valid escape (\\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX)");
         }
     }
-    jstr out = {r->scratch + start, r->scratch_n - start, 0};
+    jstr out = {r->scratch + start, (uint32_t)(r->scratch_n - start), 0}; /* <= s.len */
     return out;
 }
 
@@ -422,9 +501,9 @@ static jstr lex_token(jr *r, const char *expected)
         i++;
     if (i >= r->len)
         need_more(r, expected);
-    jstr s = {r->buf + r->pos, i - r->pos, 0};
-    if (!s.len)
+    if (i == r->pos || i - r->pos > JSTR_MAX)
         fail(r, expected);
+    jstr s = {r->buf + r->pos, (uint32_t)(i - r->pos), 0};
     r->pos = i;
     return s;
 }
@@ -560,6 +639,53 @@ static int64_t to_int(jstr s)
     return neg ? -v : v;
 }
 
+static inline int is_digit(char c)
+{
+    return (unsigned char)(c - '0') < 10;
+}
+
+/* The number token at r->pos as lex_token and valid_number take it, in one pass: its extent up
+ * to the next delimiter, and in *ok whether it is a valid number. r->pos is left at its start. */
+static jstr scan_number(jr *r, const char *expected, int *ok)
+{
+    peek(r, expected);
+    const char *b = r->buf;
+    size_t len = r->len, st = r->pos, i = st;
+    if (i < len && b[i] == '-')
+        i++;
+    size_t d = i;
+    while (i < len && is_digit(b[i]))
+        i++;
+    int good = i > d;
+    if (good && i < len && b[i] == '.') {
+        size_t f = ++i;
+        while (i < len && is_digit(b[i]))
+            i++;
+        good = i > f;
+    }
+    if (good && i < len && (b[i] == 'e' || b[i] == 'E')) {
+        i++;
+        if (i < len && (b[i] == '+' || b[i] == '-'))
+            i++;
+        size_t e = i;
+        while (i < len && is_digit(b[i]))
+            i++;
+        good = i > e;
+    }
+    if (i >= len || !is_delim[(unsigned char)b[i]]) { /* more of the token: not a number */
+        good = 0;
+        while (i < len && !is_delim[(unsigned char)b[i]])
+            i++;
+        if (i >= len)
+            need_more(r, expected);
+    }
+    if (i - st > JSTR_MAX)
+        fail(r, expected);
+    *ok = good;
+    jstr t = {b + st, (uint32_t)(i - st), 0};
+    return t;
+}
+
 /* Skip one value of any type. */
 static void skip_value(jr *r)
 {
@@ -569,16 +695,21 @@ static void skip_value(jr *r)
         return;
     }
     if (c == '{' || c == '[') {
-        int depth = 0;
-        size_t i = r->pos;
+        /* byte by byte: inside Kineto's arrays ("Input Dims": [[2048, 1], [], []]) every
+         * other byte is structure, too dense for scanning 16 bytes at a time */
+        int depth = 0, esc = 0;
+        const char *b = r->buf;
+        size_t i = r->pos, len = r->len;
         for (;;) {
-            if (i >= r->len)
+            if (i >= len)
                 need_more(r, c == '{' ? "'}'" : "']'");
-            char d = r->buf[i];
+            char d = b[i];
             if (d == '"') {
+                size_t e = string_end(b, i + 1, len, &esc);
                 r->pos = i;
-                lex_string(r);
-                i = r->pos;
+                if (e >= len)
+                    need_more(r, "'\"' closing the string");
+                i = r->pos = e + 1;
                 continue;
             }
             if (d == '{' || d == '[')
@@ -592,6 +723,14 @@ static void skip_value(jr *r)
             i++;
         }
     }
+    if (c == '-' || is_digit(c)) {
+        int ok;
+        jstr t = scan_number(r, "a value", &ok);
+        r->pos += t.len;
+        if (!ok)
+            fail(r, "a value (string, number, object, array, true, false or null)");
+        return;
+    }
     jstr t = lex_token(r, "a value");
     if (!(EQ(t, "true") || EQ(t, "false") || EQ(t, "null") || valid_number(t)))
         fail(r, "a value (string, number, object, array, true, false or null)");
@@ -600,11 +739,11 @@ static void skip_value(jr *r)
 /* A number token (validated). */
 static jstr lex_number(jr *r, const char *what)
 {
-    jstr t = lex_token(r, what);
-    if (!valid_number(t)) {
-        r->pos -= t.len;
+    int ok;
+    jstr t = scan_number(r, what, &ok);
+    if (!ok)
         fail(r, what);
-    }
+    r->pos += t.len;
     return t;
 }
 
@@ -618,7 +757,8 @@ typedef struct idval {
     jstr s;
 } idval;
 
-static idval lex_id(jr *r)
+/* Into *out rather than returned: a 32-byte struct comes back through memory. */
+static void lex_id(jr *r, idval *out)
 {
     idval id = {0};
     id.set = 1;
@@ -636,11 +776,15 @@ static idval lex_id(jr *r)
             id.v = neg ? -v : v;
             id.numeric = 1;
         }
+    } else if (peek(r, "a number or a string") == '-' || is_digit(r->buf[r->pos])) {
+        id.v = to_int(lex_number(r, "a number or a string"));
+        id.numeric = 1;
     } else {
         jstr t = lex_token(r, "a number or a string");
         if (EQ(t, "null")) {
             id.set = 0;
-            return id;
+            *out = id;
+            return;
         }
         if (!valid_number(t)) {
             r->pos -= t.len;
@@ -649,26 +793,27 @@ static idval lex_id(jr *r)
         id.v = to_int(t);
         id.numeric = 1;
     }
-    return id;
+    *out = id;
 }
 
 typedef struct raw_event {
+    /* Cleared for every event (a few million times: the rest is not): */
     char ph;
     char scope;
     int bp_e;
-    jstr name, cat;
-    idval pid, tid, id;
     int have_ts, have_dur;
-    int64_t ts, dur;
-    /* args */
-    int64_t corr, bytes, dev_type, device, stream;
     int have_device, have_stream, have_dev_type;
-    jstr input_dims, arg_name, place;
     int have_input_dims, have_arg_name, have_place;
-    /* counter values */
+    int nc; /* counter values in ckey/cval */
+    jstr name, cat;
+    int64_t ts, corr, bytes;
+    /* Read only where .set, a have_ flag or nc says they were given: */
+    idval pid, tid, id;
+    int64_t dur;
+    int64_t dev_type, device, stream; /* args */
+    jstr input_dims, arg_name, place;
     jstr ckey[8];
     double cval[8];
-    int nc;
 } raw_event;
 
 static void parse_args(jr *r, raw_event *ev)
@@ -742,7 +887,11 @@ static void parse_args(jr *r, raw_event *ev)
             size_t s = r->pos;
             skip_value(r);
             ev->input_dims.p = r->buf + s;
-            ev->input_dims.len = r->pos - s;
+            if (r->pos - s > JSTR_MAX) {
+                r->pos = s;
+                fail(r, "Input Dims shorter than 4 GB");
+            }
+            ev->input_dims.len = (uint32_t)(r->pos - s);
             ev->have_input_dims = 1;
             handled = 1;
         }
@@ -781,7 +930,7 @@ static void parse_event_fields(jr *r, raw_event *ev)
                 ev->ts = us_to_ns(lex_number(r, "a number (ts)"));
                 ev->have_ts = 1;
             } else if (EQ(k, "id")) {
-                ev->id = lex_id(r);
+                lex_id(r, &ev->id);
             } else if (EQ(k, "bp")) {
                 jstr v = lex_string(r);
                 ev->bp_e = v.len == 1 && v.p[0] == 'e';
@@ -795,9 +944,9 @@ static void parse_event_fields(jr *r, raw_event *ev)
                 else
                     skip_value(r);
             } else if (EQ(k, "pid")) {
-                ev->pid = lex_id(r);
+                lex_id(r, &ev->pid);
             } else if (EQ(k, "tid")) {
-                ev->tid = lex_id(r);
+                lex_id(r, &ev->tid);
             } else if (EQ(k, "dur")) {
                 ev->dur = us_to_ns(lex_number(r, "a number (dur)"));
                 ev->have_dur = 1;
@@ -983,7 +1132,7 @@ static jstr strip_paddle_suffix(jstr s)
         return s;
     if (!(s.p[i + 1] >= '0' && s.p[i + 1] <= '9'))
         return s;
-    s.len = i;
+    s.len = (uint32_t)i;
     return s;
 }
 
@@ -1037,6 +1186,22 @@ static tl_event *add_event(jr *r)
     return e;
 }
 
+static void mark_used(jr *r, uint32_t track)
+{
+    if (track >= r->cap_used) {
+        uint32_t nc = track + 64;
+        uint8_t *nu = realloc(r->used, nc);
+        if (!nu) {
+            tl_error_set(r->err, "%s: out of memory", r->name);
+            longjmp(r->jb, JR_ERROR);
+        }
+        memset(nu + r->cap_used, 0, nc - r->cap_used);
+        r->used = nu;
+        r->cap_used = nc;
+    }
+    r->used[track] = 1;
+}
+
 static void copy_kind(tl_event *e, jstr name)
 {
     const char *p = name.p;
@@ -1069,7 +1234,7 @@ static void add_flow(jr *r, const raw_event *ev)
 {
     if (r->nflows == r->cap_flows) {
         size_t nc = r->cap_flows ? r->cap_flows * 2 : 1024;
-        flow *nf = realloc(r->flows, nc * sizeof *nf);
+        flow *nf = tl_big_realloc(r->flows, nc * sizeof *nf);
         if (!nf) {
             tl_error_set(r->err, "%s: out of memory", r->name);
             longjmp(r->jb, JR_ERROR);
@@ -1118,8 +1283,7 @@ static void commit_event(jr *r, raw_event *ev)
         r->saw_cpu_functions = 1;
     /* names that decide the category whatever cat says (Kineto of 2021 files the steps under
      * "Operator") */
-    if (cat == TL_CAT_USER || cat == TL_CAT_OTHER || cat == TL_CAT_STEP ||
-        cat == TL_CAT_OPERATOR) {
+    if (cat == TL_CAT_USER || cat == TL_CAT_OTHER || cat == TL_CAT_STEP || cat == TL_CAT_OPERATOR) {
         if (name.len > 13 && (!memcmp(name.p, "ProfilerStep#", 13) ||
                               (name.len > 12 && !memcmp(name.p, "ProfileStep#", 12))))
             cat = TL_CAT_STEP;
@@ -1176,6 +1340,8 @@ static void commit_event(jr *r, raw_event *ev)
         return; /* global markers such as "Record Window End" */
 
     if (ph == 'C') {
+        if (ev->nc)
+            mark_used(r, track);
         for (int k = 0; k < ev->nc; k++) {
             tl_event *e = add_event(r);
             e->ts = ev->ts;
@@ -1197,6 +1363,7 @@ static void commit_event(jr *r, raw_event *ev)
         return;
     }
 
+    mark_used(r, track);
     tl_event *e = add_event(r);
     e->ts = ev->ts;
     e->dur = ph == 'X' && ev->have_dur && ev->dur > 0 ? ev->dur : 0;
@@ -1438,7 +1605,8 @@ static int run(jr *r)
             }
             if (c == '{') {
                 raw_event ev;
-                memset(&ev, 0, sizeof ev);
+                memset(&ev, 0, offsetof(raw_event, pid));
+                ev.pid.set = ev.tid.set = ev.id.set = 0;
                 parse_event_fields(r, &ev);
                 commit_event(r, &ev);
             } else {
@@ -1512,20 +1680,22 @@ static int32_t find_slice(const tl_trace *t, uint32_t track, int64_t ts, int enc
     return TL_NONE;
 }
 
-static int resolve_flows(jr *r)
+/* Flows are only needed when runtime calls or device work lack correlation ids. */
+static int flows_needed(const tl_trace *t)
 {
-    tl_trace *t = r->t;
-    if (!r->nflows)
-        return 0;
-    /* only needed when runtime calls or device work lack correlation ids */
-    size_t missing = 0;
     for (size_t i = 0; i < t->nev; i++) {
         const tl_event *e = &t->ev[i];
         if (!e->corr && (e->cat == TL_CAT_RUNTIME || e->cat == TL_CAT_KERNEL ||
                          e->cat == TL_CAT_MEMCPY || e->cat == TL_CAT_MEMSET))
-            missing++;
+            return 1;
     }
-    if (!missing)
+    return 0;
+}
+
+static int resolve_flows(jr *r)
+{
+    tl_trace *t = r->t;
+    if (!r->nflows)
         return 0;
     size_t changed = 0;
     for (size_t i = 0; i < r->nflows; i++) {
@@ -1563,6 +1733,7 @@ static void jr_free(jr *r)
     free(r->stack_n);
     free(r->stack_cap);
     free(r->flows);
+    free(r->used);
     free(r->scratch);
     if (!r->in_mem)
         free(r->buf);
@@ -1592,10 +1763,22 @@ static int finish(jr *r)
 {
     tl_trace *t = r->t;
     close_open_ranges(r);
+    /* Only tracks something ran on: Kineto names GPU streams as threads too ("stream 7"), and
+     * global instants ("Iteration Start") have a process of their own. */
+    if (tl_trace_keep_tracks(t, r->used, r->cap_used) != 0) {
+        tl_error_set(r->err, "%s: out of memory", r->name);
+        return -1;
+    }
     if (t->source == TL_SRC_UNKNOWN)
         t->source = r->saw_cpu_functions ? TL_SRC_TORCH_LEGACY
                     : r->saw_cat         ? TL_SRC_KINETO
                                          : TL_SRC_CHROME;
+    /* Flows not needed (a Kineto trace has ~1 for every 2 events) go as soon as that is known. */
+    if (r->nflows && !flows_needed(t)) {
+        free(r->flows);
+        r->flows = NULL;
+        r->nflows = r->cap_flows = 0;
+    }
     if (tl_trace_finish(t) != 0) {
         tl_error_set(r->err, "%s: out of memory while ordering events", r->name);
         return -1;
@@ -1627,6 +1810,7 @@ int tl_read_json_mem(tl_trace *t, const char *data, size_t len, const char *name
     r.buf = copy;
     r.len = len;
     r.cap = len;
+    tl_trace_reserve(t, t->nev + len / 128);
     int rc = run(&r);
     if (rc == 0)
         rc = finish(&r);
@@ -1652,8 +1836,16 @@ int tl_read_json(tl_trace *t, const char *path, int progress, tl_error *err)
     unsigned char magic[2] = {0, 0};
     ssize_t m = pread(r.fd, magic, 2, 0);
     off_t size = lseek(r.fd, 0, SEEK_END);
-    lseek(r.fd, 0, SEEK_SET);
+    r.count_lines = lseek(r.fd, 0, SEEK_SET) != 0; /* a pipe: no reading it again on error */
+    uint64_t json_size = size > 0 ? (uint64_t)size : 0;
     if (m == 2 && magic[0] == 0x1f && magic[1] == 0x8b) {
+        /* gzip ends with the uncompressed size mod 2^32; traces compress 10-30x */
+        unsigned char isize[4];
+        if (size >= 18 && pread(r.fd, isize, 4, size - 4) == 4) {
+            uint64_t u = (uint64_t)isize[0] | (uint64_t)isize[1] << 8 | (uint64_t)isize[2] << 16 |
+                         (uint64_t)isize[3] << 24;
+            json_size = u >= json_size ? u : json_size * 32;
+        }
         int fd2 = dup(r.fd);
         r.gz = gzdopen(fd2, "rb");
         if (!r.gz) {
@@ -1666,10 +1858,15 @@ int tl_read_json(tl_trace *t, const char *path, int progress, tl_error *err)
     } else if (size > 0) {
         r.total_size = (uint64_t)size;
     }
+    /* Room for the events up front (see tl_trace_reserve): Kineto writes 250-600 bytes an
+     * event; 128 leaves a margin for denser producers. */
+    tl_trace_reserve(t, t->nev + json_size / 128);
     r.cap = BLOCK;
-    r.buf = malloc(r.cap + 1);
+    r.buf = tl_big_alloc(r.cap + 1);
     if (!r.buf) {
         tl_error_set(err, "%s: out of memory", path);
+        if (r.gz)
+            gzclose(r.gz);
         close(r.fd);
         return -1;
     }

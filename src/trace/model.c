@@ -4,15 +4,17 @@
  * needs: which span encloses which on a host thread, and which runtime call launched which
  * device work.
  *
- * Sorting is done on 16-byte keys (track and start packed in one word, then the inverted
- * duration and the event's index), and the events are then permuted in place by following
- * cycles, so a 4-million-event trace needs 64 MB of keys rather than a second copy of its events.
+ * Sorting finds the order as indices (a counting sort by track, then a merge sort of the few
+ * tracks whose events did not come in order) and then permutes the events in place, so a
+ * 4-million-event trace needs 16 MB of indices rather than a second copy of its events.
  */
 #include "trace/model.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 /* ---- names ------------------------------------------------------------------------------ */
 
@@ -203,6 +205,59 @@ uint32_t tl_intern(tl_strtab *t, const char *s, size_t len)
     return id;
 }
 
+/* ---- large arrays ------------------------------------------------------------------------- */
+
+/* Below this, an array is not worth a huge page (and malloc serves it from the heap). */
+#define BIG_MIN (4u << 20)
+
+static void advise_huge(void *p, size_t n)
+{
+#ifdef MADV_HUGEPAGE
+    static uintptr_t page;
+    if (!p || n < BIG_MIN)
+        return;
+    if (!page) {
+        long ps = sysconf(_SC_PAGESIZE);
+        page = ps > 0 ? (uintptr_t)ps : 4096;
+    }
+    /* Every page the block touches, not just those inside it: advising part of a mapping splits
+     * it, and realloc can then no longer grow it with mremap (it copies). Only the 2 MB-aligned
+     * stretches can be huge pages; advice on a neighbour's bytes changes nothing for it. */
+    uintptr_t a = (uintptr_t)p & ~(page - 1);
+    uintptr_t b = ((uintptr_t)p + n + page - 1) & ~(page - 1);
+    if (b > a)
+        madvise((void *)a, b - a, MADV_HUGEPAGE); /* advice: failure changes nothing */
+#else
+    (void)p;
+    (void)n;
+#endif
+}
+
+void *tl_big_alloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    advise_huge(p, n);
+    return p;
+}
+
+void *tl_big_calloc(size_t n, size_t size)
+{
+    if (size && n > SIZE_MAX / size)
+        return NULL;
+    /* not calloc: it may touch the pages (heap memory) before they are advised */
+    void *p = tl_big_alloc(n * size);
+    if (p)
+        memset(p, 0, n * size);
+    return p;
+}
+
+void *tl_big_realloc(void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+    advise_huge(q, n);
+    return q;
+}
+
 /* ---- trace ------------------------------------------------------------------------------ */
 
 void tl_trace_init(tl_trace *t)
@@ -226,8 +281,8 @@ void tl_trace_free(tl_trace *t)
 tl_event *tl_trace_add(tl_trace *t)
 {
     if (t->nev == t->cap_ev) {
-        size_t nc = t->cap_ev ? t->cap_ev + t->cap_ev / 2 : 4096;
-        tl_event *ne = realloc(t->ev, nc * sizeof *ne);
+        size_t nc = t->cap_ev < 4096 ? 4096 : t->cap_ev + t->cap_ev / 2;
+        tl_event *ne = tl_big_realloc(t->ev, nc * sizeof *ne);
         if (!ne)
             return NULL;
         t->ev = ne;
@@ -240,6 +295,20 @@ tl_event *tl_trace_add(tl_trace *t)
     return e;
 }
 
+int tl_trace_reserve(tl_trace *t, size_t n)
+{
+    if (n <= t->cap_ev)
+        return 0;
+    if (n > SIZE_MAX / sizeof *t->ev)
+        return -1;
+    tl_event *ne = tl_big_realloc(t->ev, n * sizeof *ne);
+    if (!ne)
+        return -1;
+    t->ev = ne;
+    t->cap_ev = n;
+    return 0;
+}
+
 static uint64_t track_hash(int kind, int64_t pid, int64_t tid, int32_t device)
 {
     uint64_t h = (uint64_t)pid * 0x9e3779b97f4a7c15ull;
@@ -250,11 +319,9 @@ static uint64_t track_hash(int kind, int64_t pid, int64_t tid, int32_t device)
     return h ^ (h >> 29);
 }
 
-static int track_rehash(tl_trace *t, uint32_t n)
+/* Fill the track hash s (n slots, zeroed) from the tracks. */
+static void track_fill(const tl_trace *t, uint32_t *s, uint32_t n)
 {
-    uint32_t *s = calloc(n, sizeof *s);
-    if (!s)
-        return -1;
     for (uint32_t k = 0; k < t->ntracks; k++) {
         const tl_track *tr = &t->tracks[k];
         uint32_t i = (uint32_t)track_hash(tr->kind, tr->pid, tr->tid, tr->device) & (n - 1);
@@ -262,6 +329,14 @@ static int track_rehash(tl_trace *t, uint32_t n)
             i = (i + 1) & (n - 1);
         s[i] = k + 1;
     }
+}
+
+static int track_rehash(tl_trace *t, uint32_t n)
+{
+    uint32_t *s = calloc(n, sizeof *s);
+    if (!s)
+        return -1;
+    track_fill(t, s, n);
     free(t->track_slots_);
     t->track_slots_ = s;
     t->ntrack_slots_ = n;
@@ -301,6 +376,49 @@ uint32_t tl_trace_track(tl_trace *t, tl_track_kind kind, int64_t pid, int64_t ti
     tr->device = device;
     t->track_slots_[i] = k + 1;
     return k;
+}
+
+int tl_trace_keep_tracks(tl_trace *t, const uint8_t *keep, uint32_t n)
+{
+    uint32_t kept = 0;
+    for (uint32_t k = 0; k < t->ntracks; k++)
+        kept += k < n && keep[k];
+    if (kept == t->ntracks)
+        return 0;
+    uint32_t ns = t->ntrack_slots_;
+    while (ns < 64 || ns < (kept + 1) * 2)
+        ns *= 2;
+    uint32_t *to = malloc(t->ntracks * sizeof *to);
+    uint32_t *slots = calloc(ns, sizeof *slots);
+    if (!to || !slots) {
+        free(to);
+        free(slots);
+        return -1;
+    }
+    uint32_t moved = 0;
+    kept = 0;
+    for (uint32_t k = 0; k < t->ntracks; k++) {
+        if (k < n && keep[k]) {
+            moved |= kept != k;
+            to[k] = kept;
+            t->tracks[kept++] = t->tracks[k];
+        } else {
+            to[k] = UINT32_MAX;
+        }
+    }
+    /* Kineto writes its metadata last, so the tracks dropped are mostly the last ones and no
+     * event needs renumbering. */
+    if (moved)
+        for (size_t i = 0; i < t->nev; i++)
+            if (t->ev[i].track < t->ntracks)
+                t->ev[i].track = to[t->ev[i].track];
+    free(to);
+    t->ntracks = kept;
+    track_fill(t, slots, ns);
+    free(t->track_slots_);
+    t->track_slots_ = slots;
+    t->ntrack_slots_ = ns;
+    return 0;
 }
 
 tl_device *tl_trace_device(tl_trace *t, int32_t id)
@@ -354,30 +472,104 @@ static int ev_before(const tl_event *a, size_t ia, const tl_event *b, size_t ib)
     return ia < ib;
 }
 
+/* The order of ev_before within one track, on a copy of the fields it reads (for tracks far
+ * out of order, whose sort would otherwise jump around the events). */
 typedef struct sort_key {
-    uint64_t hi; /* track (16 bits) | start - min start (48 bits) */
-    uint64_t lo; /* ~duration clipped to 32 bits | index (32 bits) */
+    int64_t ts, dur;
+    uint32_t idx; /* the event's index in the order added */
 } sort_key;
 
-static int key_cmp(const void *pa, const void *pb)
+static inline int key_before(const sort_key *a, const sort_key *b, const tl_event *ev)
 {
-    const sort_key *a = pa, *b = pb;
-    if (a->hi != b->hi)
-        return a->hi < b->hi ? -1 : 1;
-    return a->lo < b->lo ? -1 : a->lo > b->lo;
+    (void)ev;
+    if (a->ts != b->ts)
+        return a->ts < b->ts;
+    if (a->dur != b->dur)
+        return a->dur > b->dur;
+    return a->idx < b->idx;
 }
 
-/* Comparator for the general path (too many tracks or too long a time range). */
-static const tl_event *cmp_base;
-static int idx_cmp(const void *pa, const void *pb)
+static inline int idx_before(const uint32_t *a, const uint32_t *b, const tl_event *ev)
 {
-    uint32_t ia = *(const uint32_t *)pa, ib = *(const uint32_t *)pb;
-    if (ia == ib)
-        return 0;
-    return ev_before(&cmp_base[ia], ia, &cmp_base[ib], ib) ? -1 : 1;
+    return ev_before(&ev[*a], *a, &ev[*b], *b);
 }
 
-/* Permute t->ev so that position i receives the event at old index perm[i]; perm is consumed. */
+#define MIN_RUN 32 /* shorter runs are extended by insertion sort */
+
+/* A natural merge sort of n distinct elements of type T ordered by BEFORE: find the runs
+ * already in order (reversing descending ones), then merge neighbours pairwise. It costs
+ * n * log2(runs), next to nothing for a track's events, which producers write nearly in order.
+ * Returns a or tmp, whichever holds the result; NULL when out of memory. Instantiated for
+ * indices of events and for keys. */
+#define NATURAL_MERGE_SORT(NAME, T, BEFORE)                                                        \
+    static T *NAME(T *a, T *tmp, size_t n, const tl_event *ev)                                     \
+    {                                                                                              \
+        size_t *run = malloc((n / MIN_RUN + 2) * sizeof *run); /* run starts, then n */            \
+        if (!run)                                                                                  \
+            return NULL;                                                                           \
+        size_t nruns = 0;                                                                          \
+        for (size_t i = 0; i < n;) {                                                               \
+            size_t j = i + 1;                                                                      \
+            if (j < n && BEFORE(&a[j], &a[i], ev)) {                                               \
+                while (j < n && BEFORE(&a[j], &a[j - 1], ev))                                      \
+                    j++;                                                                           \
+                for (size_t l = i, r = j - 1; l < r; l++, r--) {                                   \
+                    T x = a[l];                                                                    \
+                    a[l] = a[r];                                                                   \
+                    a[r] = x;                                                                      \
+                }                                                                                  \
+            } else {                                                                               \
+                while (j < n && BEFORE(&a[j - 1], &a[j], ev))                                      \
+                    j++;                                                                           \
+            }                                                                                      \
+            if (j - i < MIN_RUN && j < n) { /* insertion sort up to MIN_RUN */                     \
+                size_t e = i + MIN_RUN < n ? i + MIN_RUN : n;                                      \
+                for (; j < e; j++) {                                                               \
+                    T x = a[j];                                                                    \
+                    size_t k = j;                                                                  \
+                    while (k > i && BEFORE(&x, &a[k - 1], ev)) {                                   \
+                        a[k] = a[k - 1];                                                           \
+                        k--;                                                                       \
+                    }                                                                              \
+                    a[k] = x;                                                                      \
+                }                                                                                  \
+            }                                                                                      \
+            run[nruns++] = i;                                                                      \
+            i = j;                                                                                 \
+        }                                                                                          \
+        run[nruns] = n;                                                                            \
+        T *src = a, *dst = tmp;                                                                    \
+        while (nruns > 1) {                                                                        \
+            size_t w = 0, r = 0;                                                                   \
+            for (; r + 1 < nruns; r += 2) {                                                        \
+                const T *x = src + run[r], *xe = src + run[r + 1];                                 \
+                const T *y = xe, *ye = src + run[r + 2];                                           \
+                T *o = dst + run[r];                                                               \
+                while (x < xe && y < ye)                                                           \
+                    *o++ = BEFORE(y, x, ev) ? *y++ : *x++;                                         \
+                memcpy(o, x, (size_t)(xe - x) * sizeof *o);                                        \
+                o += xe - x;                                                                       \
+                memcpy(o, y, (size_t)(ye - y) * sizeof *o);                                        \
+                run[w++] = run[r];                                                                 \
+            }                                                                                      \
+            if (r < nruns) { /* an odd run out is carried over */                                  \
+                memcpy(dst + run[r], src + run[r], (run[r + 1] - run[r]) * sizeof *dst);           \
+                run[w++] = run[r];                                                                 \
+            }                                                                                      \
+            run[w] = n;                                                                            \
+            nruns = w;                                                                             \
+            T *sw = src;                                                                           \
+            src = dst;                                                                             \
+            dst = sw;                                                                              \
+        }                                                                                          \
+        free(run);                                                                                 \
+        return src;                                                                                \
+    }
+
+NATURAL_MERGE_SORT(sort_idx, uint32_t, idx_before)
+NATURAL_MERGE_SORT(sort_keys, sort_key, key_before)
+
+/* Permute ev so that position i receives the event at old index perm[i]; perm is consumed. */
 static void apply_permutation(tl_event *ev, uint32_t *perm, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
@@ -398,55 +590,105 @@ static void apply_permutation(tl_event *ev, uint32_t *perm, size_t n)
     }
 }
 
+/* Sort one track's indices (seg, in the order added), which come in runs runs. Few runs: merge
+ * the indices, comparing the events, which are read nearly in order. Many: the events are far
+ * out of order and comparing them would jump around memory, so sort keys instead. */
+static int sort_track(const tl_event *ev, uint32_t *seg, size_t c, size_t runs, uint32_t *tmp)
+{
+    if (runs <= 2 + c / 256) {
+        uint32_t *res = sort_idx(seg, tmp, c, ev);
+        if (!res)
+            return -1;
+        if (res != seg)
+            memcpy(seg, res, c * sizeof *seg);
+        return 0;
+    }
+    sort_key *k = tl_big_alloc(2 * c * sizeof *k);
+    if (!k)
+        return -1;
+    for (size_t j = 0; j < c; j++)
+        k[j] = (sort_key){ev[seg[j]].ts, ev[seg[j]].dur, seg[j]};
+    sort_key *res = sort_keys(k, k + c, c, ev);
+    if (res)
+        for (size_t j = 0; j < c; j++)
+            seg[j] = res[j].idx;
+    free(k);
+    return res ? 0 : -1;
+}
+
+/* Readers add a track's events nearly in order (a thread's ops, a stream's kernels), but tracks
+ * interleave: Kineto writes runtime calls and the kernels they launch in launch order, and
+ * appends them after the threads' ops. So the order is found as a stable counting sort by track
+ * (4 bytes an event), then only the tracks whose events did not come in order are sorted, and
+ * the events are permuted once. There is no comparison sort of the whole trace. */
 static int sort_events(tl_trace *t)
 {
     size_t n = t->nev;
+    tl_event *ev = t->ev;
     int sorted = 1;
-    int64_t tmin = INT64_MAX, tmax = INT64_MIN;
+    uint32_t maxtr = 0;
     for (size_t i = 0; i < n; i++) {
-        if (i && sorted && !ev_before(&t->ev[i - 1], i - 1, &t->ev[i], i))
+        if (i && sorted && !ev_before(&ev[i - 1], i - 1, &ev[i], i))
             sorted = 0;
-        if (t->ev[i].ts < tmin)
-            tmin = t->ev[i].ts;
-        if (t->ev[i].ts > tmax)
-            tmax = t->ev[i].ts;
+        if (ev[i].track > maxtr)
+            maxtr = ev[i].track;
     }
     if (sorted || n < 2)
         return 0;
     if (n > UINT32_MAX)
         return -1;
-    uint32_t *perm = malloc(n * sizeof *perm);
-    if (!perm)
-        return -1;
-    int fast = t->ntracks <= 0xffff && (uint64_t)(tmax - tmin) < (1ull << 48);
-    if (fast) {
-        sort_key *keys = malloc(n * sizeof *keys);
-        if (!keys) {
-            fast = 0;
-        } else {
-            for (size_t i = 0; i < n; i++) {
-                const tl_event *e = &t->ev[i];
-                uint64_t d = e->dur < 0 ? 0 : (uint64_t)e->dur;
-                if (d > 0xffffffffull)
-                    d = 0xffffffffull;
-                keys[i].hi = ((uint64_t)e->track << 48) | (uint64_t)(e->ts - tmin);
-                keys[i].lo = ((0xffffffffull - d) << 32) | i;
-            }
-            qsort(keys, n, sizeof *keys, key_cmp);
-            for (size_t i = 0; i < n; i++)
-                perm[i] = (uint32_t)keys[i].lo;
-            free(keys);
+    size_t ntr = (size_t)maxtr + 1;
+    size_t *start = calloc(ntr + 1, sizeof *start); /* count, then the track's first slot */
+    size_t *pos = malloc(ntr * sizeof *pos);        /* where the track's next index goes */
+    size_t *last = malloc(ntr * sizeof *last);      /* the track's previous event, or SIZE_MAX */
+    size_t *runs = calloc(ntr, sizeof *runs);       /* runs in order, minus one */
+    uint32_t *perm = tl_big_alloc(n * sizeof *perm), *tmp = NULL;
+    int rc = -1;
+    if (!start || !pos || !last || !runs || !perm)
+        goto done;
+    memset(last, 0xff, ntr * sizeof *last);
+    for (size_t i = 0; i < n; i++) {
+        uint32_t tr = ev[i].track;
+        start[tr]++;
+        if (last[tr] != SIZE_MAX && !ev_before(&ev[last[tr]], last[tr], &ev[i], i))
+            runs[tr]++;
+        last[tr] = i;
+    }
+    size_t maxseg = 0;
+    for (size_t tr = 0, at = 0; tr <= ntr; tr++) {
+        size_t c = tr < ntr ? start[tr] : 0;
+        start[tr] = at;
+        at += c;
+        if (tr < ntr) {
+            pos[tr] = at - c;
+            if (runs[tr] && c > maxseg)
+                maxseg = c;
         }
     }
-    if (!fast) {
-        for (size_t i = 0; i < n; i++)
-            perm[i] = (uint32_t)i;
-        cmp_base = t->ev;
-        qsort(perm, n, sizeof *perm, idx_cmp);
+    for (size_t i = 0; i < n; i++)
+        perm[pos[ev[i].track]++] = (uint32_t)i;
+    if (maxseg) {
+        tmp = tl_big_alloc(maxseg * sizeof *tmp);
+        if (!tmp)
+            goto done;
+        for (size_t tr = 0; tr < ntr; tr++)
+            if (runs[tr] &&
+                sort_track(ev, perm + start[tr], start[tr + 1] - start[tr], runs[tr] + 1, tmp) != 0)
+                goto done;
     }
-    apply_permutation(t->ev, perm, n);
+    /* In place: copying into a second array reads the events in near-sequential streams, but
+     * its fresh memory costs about what the cache misses of the cycles cost (measured on 1 GB:
+     * the same time, 100 MB more peak memory), and below ~100 MB of events in place is faster. */
+    apply_permutation(ev, perm, n);
+    rc = 0;
+done:
+    free(start);
+    free(pos);
+    free(last);
+    free(runs);
     free(perm);
-    return 0;
+    free(tmp);
+    return rc;
 }
 
 /* Spans that nest on a host track: everything but device work, counters and async ranges. */
@@ -502,33 +744,51 @@ static int compute_nesting(tl_trace *t)
     return 0;
 }
 
-/* Map correlation id -> runtime/driver call, then link device work to it. */
+static int is_call(const tl_event *e)
+{
+    return e->corr && (e->cat == TL_CAT_RUNTIME || e->cat == TL_CAT_DRIVER);
+}
+
+/* Map correlation id -> runtime/driver call, then link device work to it. Profilers hand out
+ * correlation ids from a counter, so the map is an array indexed by id - smallest id when the
+ * ids are that dense, and a hash table otherwise. */
 static int compute_links(tl_trace *t)
 {
     size_t ncalls = 0;
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
     for (size_t i = 0; i < t->nev; i++)
-        if (t->ev[i].corr && (t->ev[i].cat == TL_CAT_RUNTIME || t->ev[i].cat == TL_CAT_DRIVER))
+        if (is_call(&t->ev[i])) {
             ncalls++;
+            lo = t->ev[i].corr < lo ? t->ev[i].corr : lo;
+            hi = t->ev[i].corr > hi ? t->ev[i].corr : hi;
+        }
     if (!ncalls)
         return 0;
+    int dense = (uint64_t)hi - (uint64_t)lo < (uint64_t)ncalls * 4;
     size_t nslots = 16;
-    while (nslots < ncalls * 2)
-        nslots *= 2;
+    if (dense)
+        nslots = (size_t)((uint64_t)hi - (uint64_t)lo) + 1;
+    else
+        while (nslots < ncalls * 2)
+            nslots *= 2;
     struct slot {
         int64_t corr;
         int32_t idx;
-    } *slots = calloc(nslots, sizeof *slots);
+    } *slots = tl_big_alloc(nslots * sizeof *slots);
     if (!slots)
         return -1;
     for (size_t i = 0; i < nslots; i++)
-        slots[i].idx = TL_NONE;
+        slots[i] = (struct slot){0, TL_NONE};
+#define SLOT_OF(c)                                                                                 \
+    (dense ? (size_t)((uint64_t)(c) - (uint64_t)lo)                                                \
+           : (size_t)((uint64_t)(c)*0x9e3779b97f4a7c15ull >> 20) & (nslots - 1))
     for (size_t i = 0; i < t->nev; i++) {
         const tl_event *e = &t->ev[i];
-        if (!e->corr || (e->cat != TL_CAT_RUNTIME && e->cat != TL_CAT_DRIVER))
+        if (!is_call(e))
             continue;
-        size_t h = (size_t)((uint64_t)e->corr * 0x9e3779b97f4a7c15ull >> 20) & (nslots - 1);
+        size_t h = SLOT_OF(e->corr);
         while (slots[h].idx != TL_NONE && slots[h].corr != e->corr)
-            h = (h + 1) & (nslots - 1);
+            h = (h + 1) & (nslots - 1); /* hash table only: dense ids never collide */
         /* A driver call made inside a runtime call can share its id: keep the runtime call. */
         if (slots[h].idx == TL_NONE ||
             (t->ev[slots[h].idx].cat == TL_CAT_DRIVER && e->cat == TL_CAT_RUNTIME)) {
@@ -540,7 +800,9 @@ static int compute_links(tl_trace *t)
         tl_event *e = &t->ev[i];
         if (!e->corr || !tl_cat_is_device((tl_cat)e->cat) || e->cat == TL_CAT_GPU_USER)
             continue;
-        size_t h = (size_t)((uint64_t)e->corr * 0x9e3779b97f4a7c15ull >> 20) & (nslots - 1);
+        if (dense && (e->corr < lo || e->corr > hi))
+            continue;
+        size_t h = SLOT_OF(e->corr);
         while (slots[h].idx != TL_NONE && slots[h].corr != e->corr)
             h = (h + 1) & (nslots - 1);
         if (slots[h].idx == TL_NONE)
@@ -550,6 +812,7 @@ static int compute_links(tl_trace *t)
         if (call->link == TL_NONE)
             call->link = (int32_t)i;
     }
+#undef SLOT_OF
     free(slots);
     return 0;
 }

@@ -176,14 +176,34 @@ typedef struct tl_trace {
     uint32_t ntrack_slots_;
 } tl_trace;
 
+/* ---- large arrays ---------------------------------------------------------------------------
+ * The event array, the sort keys and the views' per-event scratch are tens to hundreds of MB.
+ * On the VMs tally runs on, touching a fresh 4 KB page costs ~10 us (200 MB: 0.5 s), about what
+ * a 2 MB transparent huge page costs, so these ask the kernel for huge pages
+ * (madvise(MADV_HUGEPAGE); a no-op where THP is off). Free the memory with free(). */
+void *tl_big_alloc(size_t n);
+void *tl_big_calloc(size_t n, size_t size); /* zeroed */
+void *tl_big_realloc(void *p, size_t n);
+
 void tl_trace_init(tl_trace *t);
 void tl_trace_free(tl_trace *t);
 
 /* Append an event (zeroed, parent/link = TL_NONE); returns it, or NULL when out of memory.
  * The pointer is valid until the next append. */
 tl_event *tl_trace_add(tl_trace *t);
+/* Make room for n events in all, when a reader can estimate them (from the file's size): an
+ * array that grows by realloc moves, and a move maps its huge pages back as 4 KB pages. An
+ * estimate that is too high costs address space only; one too low, the moves. Returns 0, or -1
+ * when the room could not be had (nothing changes: the array grows as it fills). */
+int tl_trace_reserve(tl_trace *t, size_t n);
 /* Find or add the track (kind, pid, tid, device); returns its index. */
 uint32_t tl_trace_track(tl_trace *t, tl_track_kind kind, int64_t pid, int64_t tid, int32_t device);
+/* Keep only the tracks with keep[k] != 0 (k < n; tracks from n on are dropped), in their order,
+ * renumbering the events' tracks. For readers that create tracks from metadata (a thread's
+ * name) or from events they then skip: a track nothing ran on is not a thread of the trace.
+ * Every event must be on a kept track. Call before tl_trace_finish. Returns 0, or -1 when out
+ * of memory (nothing changes). */
+int tl_trace_keep_tracks(tl_trace *t, const uint8_t *keep, uint32_t n);
 /* Find or add a device by id; returns it. */
 tl_device *tl_trace_device(tl_trace *t, int32_t id);
 
