@@ -726,14 +726,16 @@ static void skip_value(jr *r)
     if (c == '-' || is_digit(c)) {
         int ok;
         jstr t = scan_number(r, "a value", &ok);
-        r->pos += t.len;
-        if (!ok)
+        if (!ok) /* reported at the start of the bad token */
             fail(r, "a value (string, number, object, array, true, false or null)");
+        r->pos += t.len;
         return;
     }
     jstr t = lex_token(r, "a value");
-    if (!(EQ(t, "true") || EQ(t, "false") || EQ(t, "null") || valid_number(t)))
+    if (!(EQ(t, "true") || EQ(t, "false") || EQ(t, "null") || valid_number(t))) {
+        r->pos -= t.len;
         fail(r, "a value (string, number, object, array, true, false or null)");
+    }
 }
 
 /* A number token (validated). */
@@ -803,7 +805,7 @@ typedef struct raw_event {
     int bp_e;
     int have_ts, have_dur;
     int have_device, have_stream, have_dev_type;
-    int have_input_dims, have_arg_name, have_place;
+    int have_input_dims, have_arg_name, have_place, have_tcat;
     int nc; /* counter values in ckey/cval */
     jstr name, cat;
     int64_t ts, corr, bytes;
@@ -812,6 +814,7 @@ typedef struct raw_event {
     int64_t dur;
     int64_t dev_type, device, stream; /* args */
     jstr input_dims, arg_name, place;
+    jstr tcat; /* "tally category" of tally's own export: the phase of a user range */
     jstr ckey[8];
     double cval[8];
 } raw_event;
@@ -867,7 +870,10 @@ static void parse_args(jr *r, raw_event *ev)
                 }
                 break;
             }
-            if (!handled && ev->ph == 'C' && ev->nc < 8 && c != 't' && c != 'f' && c != 'n') {
+            /* counter values; "ph" may come after "args" (json.dumps(sort_keys=True)): keep
+             * the numbers until ph is known, they are used only for 'C' */
+            if (!handled && (ev->ph == 'C' || !ev->ph) && ev->nc < 8 && c != 't' && c != 'f' &&
+                c != 'n') {
                 ev->ckey[ev->nc] = k;
                 ev->cval[ev->nc] = token_double(lex_number(r, "a number"));
                 ev->nc++;
@@ -881,6 +887,10 @@ static void parse_args(jr *r, raw_event *ev)
             } else if (EQ(k, "place")) {
                 ev->place = lex_string(r);
                 ev->have_place = 1;
+                handled = 1;
+            } else if (EQ(k, "tally category")) {
+                ev->tcat = lex_string(r);
+                ev->have_tcat = 1;
                 handled = 1;
             }
         } else if (c == '[' && EQ(k, "Input Dims")) {
@@ -1251,6 +1261,23 @@ static void add_flow(jr *r, const raw_event *ev)
     f->bp_e = (uint8_t)ev->bp_e;
 }
 
+/* The category named by tally's "tally category" arg (chrome_writer.c writes these words). */
+static int phase_from_word(jstr w, int cat)
+{
+    static const struct {
+        const char *word;
+        int cat;
+    } map[] = {{"dataloader", TL_CAT_DATALOADER},
+               {"forward", TL_CAT_FORWARD},
+               {"backward", TL_CAT_BACKWARD},
+               {"optimizer", TL_CAT_OPTIMIZER},
+               {"communication", TL_CAT_COMMUNICATION}};
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+        if (jstr_eq(w, map[i].word, strlen(map[i].word)))
+            return map[i].cat;
+    return cat;
+}
+
 static int has_prefix(jstr s, const char *prefix)
 {
     size_t n = strlen(prefix);
@@ -1284,8 +1311,7 @@ static void commit_event(jr *r, raw_event *ev)
     /* names that decide the category whatever cat says (Kineto of 2021 files the steps under
      * "Operator") */
     if (cat == TL_CAT_USER || cat == TL_CAT_OTHER || cat == TL_CAT_STEP || cat == TL_CAT_OPERATOR) {
-        if (name.len > 13 && (!memcmp(name.p, "ProfilerStep#", 13) ||
-                              (name.len > 12 && !memcmp(name.p, "ProfileStep#", 12))))
+        if (has_prefix(name, "ProfilerStep#") || has_prefix(name, "ProfileStep#"))
             cat = TL_CAT_STEP;
         /* PyTorch's own ranges for the phases the Model view shows */
         else if (has_prefix(name, "enumerate(DataLoader)#"))
@@ -1293,6 +1319,8 @@ static void commit_event(jr *r, raw_event *ev)
         else if (has_prefix(name, "Optimizer.step#") || has_prefix(name, "Optimizer.zero_grad#"))
             cat = TL_CAT_OPTIMIZER;
     }
+    if (ev->have_tcat && cat == TL_CAT_USER) /* tally's export keeps its phases this way */
+        cat = phase_from_word(ev->tcat, cat);
     if ((ph == 'i' || ph == 'I' || ph == 'n') && EQ(name, "[memory]"))
         cat = TL_CAT_MEMORY;
     if (cat == TL_CAT_OTHER && !ev->cat.len && (ph == 'X' || ph == 'B'))

@@ -491,7 +491,7 @@ TEST(kineto_step_dataloader_optimizer_names)
     tl_trace_free(&t);
 }
 
-/* BUG: the name rule for Paddle's "ProfileStep#N" needs more than 13 characters (the test for
+/* Was a bug: the name rule for Paddle's "ProfileStep#N" needs more than 13 characters (the test for
  * "ProfilerStep#" wraps it), so a one-digit "ProfileStep#5" filed under "Operator" stays an
  * operator while "ProfileStep#15" becomes a step. Both are steps by construction. */
 TEST(profile_step_name_with_one_digit_is_a_step)
@@ -675,7 +675,7 @@ TEST(counters_one_event_per_key)
     tl_trace_free(&t);
 }
 
-/* BUG: counter values are only taken when "ph" came before "args" in the event; JSON objects
+/* Was a bug: counter values are only taken when "ph" came before "args" in the event; JSON objects
  * are unordered, and a writer that sorts keys (json.dumps(sort_keys=True)) puts "args" first.
  * This counter is the same as "mem" above with its keys sorted: two events by construction. */
 TEST(counter_with_args_before_ph)
@@ -934,7 +934,7 @@ TEST(error_bad_literal_in_known_field)
                      "t.json:2:21: expected a number (ts), found 'n'");
 }
 
-/* BUG: a bad literal in a skipped field is reported after the token, not at it. Line 2 is
+/* Was a bug: a bad literal in a skipped field is reported after the token, not at it. Line 2 is
  *   {"ph": "X", "ts": 1, "ok": tru}: "tru" starts at column 30; the reader points at the '}'
  * in column 33 and says it found '}'. */
 TEST(error_bad_literal_in_skipped_field)
@@ -1271,7 +1271,7 @@ TEST(chrome_export_round_trip)
     unlink(path);
 }
 
-/* BUG: the writer marks tally's phase categories with args "tally category" ("forward", ...)
+/* Was a bug: the writer marks tally's phase categories with args "tally category" ("forward", ...)
  * "so a round trip keeps it", but the reader ignores that arg: a forward range comes back as a
  * user range. By construction each range keeps its category. */
 TEST(chrome_export_round_trip_keeps_tally_categories)
@@ -1301,7 +1301,7 @@ TEST(chrome_export_round_trip_keeps_tally_categories)
     unlink(path);
 }
 
-/* BUG: Kineto (and tally's writer) name GPU streams with an 'M' thread_name whose pid is the
+/* Was a bug: Kineto (and tally's writer) name GPU streams with an 'M' thread_name whose pid is the
  * device and tid the stream ("stream 7"). The reader files every thread_name under a host thread
  * track, so a trace with one host thread and one stream reads back with a second, empty host
  * thread (pid 0, tid 7) named "stream 7", which the report header counts among the threads.
@@ -1327,7 +1327,7 @@ TEST(stream_thread_name_adds_no_host_track)
     tl_trace_free(&t);
 }
 
-/* BUG: events the reader drops still create their track first: an E with no open B (tid 3), a
+/* Was a bug: events the reader drops still create their track first: an E with no open B (tid 3), a
  * sample 'P' (tid 4) and a global instant with pid "" and tid "" (Kineto's "Record Window End",
  * in every recent trace) each leave an empty host thread behind. By construction only thread
  * (1, 1) has an event. */
@@ -1384,15 +1384,12 @@ int main(void)
     RUN(truncated_gzip_is_an_error);
     RUN(large_file_spans_buffer_refills);
     RUN(chrome_export_round_trip);
-    /* Tests marked BUG: show reader bugs that are not fixed yet; they fail, so they run only
-     * when TALLY_TEST_KNOWN_BUGS is set. Move each up into the list above once it passes. */
-    if (getenv("TALLY_TEST_KNOWN_BUGS")) {
-        RUN(profile_step_name_with_one_digit_is_a_step);
-        RUN(counter_with_args_before_ph);
-        RUN(error_bad_literal_in_skipped_field);
-        RUN(chrome_export_round_trip_keeps_tally_categories);
-        RUN(stream_thread_name_adds_no_host_track);
-        RUN(dropped_events_add_no_tracks);
-    }
+    /* found as bugs, fixed since */
+    RUN(profile_step_name_with_one_digit_is_a_step);
+    RUN(counter_with_args_before_ph);
+    RUN(error_bad_literal_in_skipped_field);
+    RUN(chrome_export_round_trip_keeps_tally_categories);
+    RUN(stream_thread_name_adds_no_host_track);
+    RUN(dropped_events_add_no_tracks);
     return test_summary();
 }
