@@ -15,7 +15,7 @@ static inline tl_event *fx_ev(tl_trace *t, uint32_t track, int cat, const char *
     tl_event *e = tl_trace_add(t);
     e->track = track;
     e->cat = (uint16_t)cat;
-    e->name = tl_intern(&t->strings, name, strlen(name));
+    e->name = name ? tl_intern(&t->strings, name, strlen(name)) : 0; /* NULL: no name */
     e->ts = ts;
     e->dur = dur;
     return e;

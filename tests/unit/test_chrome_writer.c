@@ -2,6 +2,7 @@
  * decimals from integer ns), Kineto categories, ac2g flows, metadata, escaping, and a round
  * trip through the JSON reader. */
 #include "json_check.h"
+#include "insight_fixture.h"
 #include "testlib.h"
 #include "trace/model.h"
 
@@ -11,18 +12,6 @@
 #include <unistd.h>
 
 #define BASE 1000000000LL /* first event's ts, ns */
-
-static tl_event *add(tl_trace *t, uint32_t track, int cat, const char *name, int64_t ts,
-                     int64_t dur)
-{
-    tl_event *e = tl_trace_add(t);
-    e->track = track;
-    e->cat = (uint16_t)cat;
-    e->name = name ? tl_intern(&t->strings, name, strlen(name)) : 0;
-    e->ts = ts;
-    e->dur = dur;
-    return e;
-}
 
 /* One step on one host thread with an operator launching a kernel and a copy on device 0. */
 static void build(tl_trace *t)
@@ -39,24 +28,24 @@ static void build(tl_trace *t)
     uint32_t s7 = tl_trace_track(t, TL_TRACK_STREAM, 100, 7, 0);
     t->tracks[host].name = tl_intern(&t->strings, "main", 4);
 
-    add(t, host, TL_CAT_STEP, "ProfilerStep#3", BASE, 100000)->value = 3;
-    add(t, host, TL_CAT_FORWARD, "fwd", BASE + 1000, 50000);
-    tl_event *op = add(t, host, TL_CAT_OPERATOR, "aten::mm", BASE + 1500, 20001);
+    fx_ev(t, host, TL_CAT_STEP, "ProfilerStep#3", BASE, 100000)->value = 3;
+    fx_ev(t, host, TL_CAT_FORWARD, "fwd", BASE + 1000, 50000);
+    tl_event *op = fx_ev(t, host, TL_CAT_OPERATOR, "aten::mm", BASE + 1500, 20001);
     op->args = tl_intern(&t->strings, "[[4, 128], [128, 64]]", 21);
-    add(t, host, TL_CAT_RUNTIME, "cudaLaunchKernel", BASE + 2000, 5000)->corr = 7;
-    add(t, s7, TL_CAT_KERNEL, "gemm_kernel", BASE + 9000, 12345)->corr = 7;
-    add(t, host, TL_CAT_RUNTIME, "cudaMemcpyAsync", BASE + 30000, 4000)->corr = 8;
-    tl_event *cp = add(t, s7, TL_CAT_MEMCPY, NULL, BASE + 40000, 1000);
+    fx_ev(t, host, TL_CAT_RUNTIME, "cudaLaunchKernel", BASE + 2000, 5000)->corr = 7;
+    fx_ev(t, s7, TL_CAT_KERNEL, "gemm_kernel", BASE + 9000, 12345)->corr = 7;
+    fx_ev(t, host, TL_CAT_RUNTIME, "cudaMemcpyAsync", BASE + 30000, 4000)->corr = 8;
+    tl_event *cp = fx_ev(t, s7, TL_CAT_MEMCPY, NULL, BASE + 40000, 1000);
     cp->corr = 8;
     cp->copy = TL_COPY_HTOD;
     cp->flags = TL_EV_PAGEABLE;
     cp->value = 4096;
-    add(t, host, TL_CAT_COUNTER, "loss", BASE + 60000, 0)->value = 1500;
-    add(t, host, TL_CAT_INSTANT, "mark \"q\"\x01\xff", BASE + 70000, 0)->flags = TL_EV_INSTANT;
-    tl_event *m = add(t, host, TL_CAT_MEMORY, NULL, BASE + 80000, 0);
+    fx_ev(t, host, TL_CAT_COUNTER, "loss", BASE + 60000, 0)->value = 1500;
+    fx_ev(t, host, TL_CAT_INSTANT, "mark \"q\"\x01\xff", BASE + 70000, 0)->flags = TL_EV_INSTANT;
+    tl_event *m = fx_ev(t, host, TL_CAT_MEMORY, NULL, BASE + 80000, 0);
     m->value = 512;
     m->flags = TL_EV_INSTANT | TL_EV_MEM_DEVICE;
-    add(t, host, TL_CAT_USER, "odd args", BASE + 90000, 10)->args =
+    fx_ev(t, host, TL_CAT_USER, "odd args", BASE + 90000, 10)->args =
         tl_intern(&t->strings, "x=1", 3);
     tl_trace_finish(t);
 }

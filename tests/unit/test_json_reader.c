@@ -5,6 +5,7 @@
  * times (µs in the file, exact ns in the model), tracks and links are known by construction.
  * The model keeps a file's "ts" as it is (µs -> ns, no shift) and baseTimeNanoseconds in
  * wall_offset. */
+#include "insight_fixture.h"
 #include "testlib.h"
 #include "trace/model.h"
 
@@ -1182,18 +1183,6 @@ TEST(large_file_spans_buffer_refills)
 
 /* ---- 10. tally's own Chrome export ------------------------------------------------------ */
 
-static tl_event *add(tl_trace *t, uint32_t track, int cat, const char *name, int64_t ts,
-                     int64_t dur)
-{
-    tl_event *e = tl_trace_add(t);
-    e->track = track;
-    e->cat = (uint16_t)cat;
-    e->name = tl_intern(&t->strings, name, strlen(name));
-    e->ts = ts;
-    e->dur = dur;
-    return e;
-}
-
 #define BASE 1000000000LL /* first event's ts, ns */
 #define WALL 1700000000000000000LL
 
@@ -1208,17 +1197,18 @@ static void build(tl_trace *t)
     uint32_t host = tl_trace_track(t, TL_TRACK_THREAD, 100, 101, -1);
     uint32_t s7 = tl_trace_track(t, TL_TRACK_STREAM, 100, 7, 0);
     t->tracks[host].name = tl_intern(&t->strings, "main", 4);
-    add(t, host, TL_CAT_STEP, "ProfilerStep#3", BASE, 100000)->value = 3;
-    add(t, host, TL_CAT_OPERATOR, "aten::mm", BASE + 1500, 20001);
-    add(t, host, TL_CAT_RUNTIME, "cudaLaunchKernel", BASE + 2000, 5000)->corr = 7;
-    add(t, s7, TL_CAT_KERNEL, "gemm_kernel", BASE + 9000, 12345)->corr = 7;
-    add(t, host, TL_CAT_RUNTIME, "cudaMemcpyAsync", BASE + 30000, 4000)->corr = 8;
-    tl_event *cp = add(t, s7, TL_CAT_MEMCPY, "Memcpy HtoD (Pinned -> Device)", BASE + 40000, 1000);
+    fx_ev(t, host, TL_CAT_STEP, "ProfilerStep#3", BASE, 100000)->value = 3;
+    fx_ev(t, host, TL_CAT_OPERATOR, "aten::mm", BASE + 1500, 20001);
+    fx_ev(t, host, TL_CAT_RUNTIME, "cudaLaunchKernel", BASE + 2000, 5000)->corr = 7;
+    fx_ev(t, s7, TL_CAT_KERNEL, "gemm_kernel", BASE + 9000, 12345)->corr = 7;
+    fx_ev(t, host, TL_CAT_RUNTIME, "cudaMemcpyAsync", BASE + 30000, 4000)->corr = 8;
+    tl_event *cp =
+        fx_ev(t, s7, TL_CAT_MEMCPY, "Memcpy HtoD (Pinned -> Device)", BASE + 40000, 1000);
     cp->corr = 8;
     cp->copy = TL_COPY_HTOD;
     cp->value = 4096;
-    add(t, host, TL_CAT_USER, "my range", BASE + 50000, 7);
-    tl_event *m = add(t, host, TL_CAT_MEMORY, "[memory]", BASE + 60000, 0);
+    fx_ev(t, host, TL_CAT_USER, "my range", BASE + 50000, 7);
+    tl_event *m = fx_ev(t, host, TL_CAT_MEMORY, "[memory]", BASE + 60000, 0);
     m->value = 512;
     m->flags = TL_EV_INSTANT | TL_EV_MEM_DEVICE;
     tl_trace_finish(t);
@@ -1279,11 +1269,11 @@ TEST(chrome_export_round_trip_keeps_tally_categories)
     tl_trace a, b;
     tl_trace_init(&a);
     uint32_t host = tl_trace_track(&a, TL_TRACK_THREAD, 1, 1, -1);
-    add(&a, host, TL_CAT_DATALOADER, "load", 0, 10);
-    add(&a, host, TL_CAT_FORWARD, "forward", 20, 10);
-    add(&a, host, TL_CAT_BACKWARD, "backward", 40, 10);
-    add(&a, host, TL_CAT_OPTIMIZER, "optimizer", 60, 10);
-    add(&a, host, TL_CAT_COMMUNICATION, "allreduce", 80, 10);
+    fx_ev(&a, host, TL_CAT_DATALOADER, "load", 0, 10);
+    fx_ev(&a, host, TL_CAT_FORWARD, "forward", 20, 10);
+    fx_ev(&a, host, TL_CAT_BACKWARD, "backward", 40, 10);
+    fx_ev(&a, host, TL_CAT_OPTIMIZER, "optimizer", 60, 10);
+    fx_ev(&a, host, TL_CAT_COMMUNICATION, "allreduce", 80, 10);
     tl_trace_finish(&a);
     char path[64];
     temp_path(path, sizeof path, ".json");
