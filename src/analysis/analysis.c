@@ -6,6 +6,7 @@
  * always lengths of normalized sets, so overlapping events are never counted twice.
  */
 #include "analysis/analysis.h"
+#include "trace/natsort.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -53,62 +54,31 @@ static int cmp_i64(const void *pa, const void *pb)
     return (a > b) - (a < b);
 }
 
-static int iv_before(const tl_iv *a, const tl_iv *b)
+static int iv_before(const tl_iv *a, const tl_iv *b, const void *unused)
 {
+    (void)unused;
     return a->s != b->s ? a->s < b->s : a->e < b->e;
 }
 
-/* Sets are mostly filled track after track, so they come in a few runs sorted by start: merge
- * the runs pairwise rather than sort from scratch (the order is the same: by start, then end).
- * Falls back to qsort when the runs are many or there is no memory for the merge. */
+TL_NATURAL_MERGE_SORT(iv_sort, tl_iv, const void *, iv_before)
+
+/* Sets are mostly filled track after track, so they come in a few runs sorted by start: a
+ * natural merge sort costs little (the order is the same as iv_cmp's: by start, then end).
+ * qsort when there is no memory for the merge. */
 static void ivset_sort(tl_ivset *set)
 {
-    size_t n = set->n, nruns = 1;
-    for (size_t i = 1; i < n; i++)
-        nruns += iv_before(&set->v[i], &set->v[i - 1]);
-    if (nruns == 1)
-        return;
-    size_t *run = nruns <= 64 ? malloc((nruns + 1) * sizeof *run) : NULL;
-    tl_iv *tmp = run ? tl_big_alloc(n * sizeof *tmp) : NULL;
-    if (!tmp) {
-        free(run);
+    size_t n = set->n, i = 1;
+    while (i < n && !iv_before(&set->v[i], &set->v[i - 1], NULL))
+        i++;
+    if (i >= n)
+        return; /* already in order */
+    tl_iv *tmp = tl_big_alloc(n * sizeof *tmp);
+    tl_iv *res = tmp ? iv_sort(set->v, tmp, n, NULL) : NULL;
+    if (!res)
         qsort(set->v, n, sizeof *set->v, iv_cmp);
-        return;
-    }
-    size_t k = 0;
-    run[k++] = 0;
-    for (size_t i = 1; i < n; i++)
-        if (iv_before(&set->v[i], &set->v[i - 1]))
-            run[k++] = i;
-    run[k] = n;
-    tl_iv *src = set->v, *dst = tmp;
-    while (nruns > 1) {
-        size_t w = 0, r = 0;
-        for (; r + 1 < nruns; r += 2) {
-            const tl_iv *x = src + run[r], *xe = src + run[r + 1];
-            const tl_iv *y = xe, *ye = src + run[r + 2];
-            tl_iv *o = dst + run[r];
-            while (x < xe && y < ye)
-                *o++ = iv_before(y, x) ? *y++ : *x++;
-            memcpy(o, x, (size_t)(xe - x) * sizeof *o);
-            o += xe - x;
-            memcpy(o, y, (size_t)(ye - y) * sizeof *o);
-            run[w++] = run[r];
-        }
-        if (r < nruns) {
-            memcpy(dst + run[r], src + run[r], (run[r + 1] - run[r]) * sizeof *dst);
-            run[w++] = run[r];
-        }
-        run[w] = n;
-        nruns = w;
-        tl_iv *sw = src;
-        src = dst;
-        dst = sw;
-    }
-    if (src != set->v)
-        memcpy(set->v, src, n * sizeof *src);
+    else if (res != set->v)
+        memcpy(set->v, res, n * sizeof *res);
     free(tmp);
-    free(run);
 }
 
 void tl_ivset_normalize(tl_ivset *set)

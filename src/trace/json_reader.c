@@ -1278,11 +1278,8 @@ static int phase_from_word(jstr w, int cat)
     return cat;
 }
 
-static int has_prefix(jstr s, const char *prefix)
-{
-    size_t n = strlen(prefix);
-    return s.len > n && memcmp(s.p, prefix, n) == 0;
-}
+/* s starts with the literal lit and goes on (a constant-size memcmp: this runs per event) */
+#define HAS_PREFIX(s, lit) ((s).len > sizeof(lit) - 1 && memcmp((s).p, lit, sizeof(lit) - 1) == 0)
 
 static void commit_event(jr *r, raw_event *ev)
 {
@@ -1311,12 +1308,12 @@ static void commit_event(jr *r, raw_event *ev)
     /* names that decide the category whatever cat says (Kineto of 2021 files the steps under
      * "Operator") */
     if (cat == TL_CAT_USER || cat == TL_CAT_OTHER || cat == TL_CAT_STEP || cat == TL_CAT_OPERATOR) {
-        if (has_prefix(name, "ProfilerStep#") || has_prefix(name, "ProfileStep#"))
+        if (HAS_PREFIX(name, "ProfilerStep#") || HAS_PREFIX(name, "ProfileStep#"))
             cat = TL_CAT_STEP;
         /* PyTorch's own ranges for the phases the Model view shows */
-        else if (has_prefix(name, "enumerate(DataLoader)#"))
+        else if (HAS_PREFIX(name, "enumerate(DataLoader)#"))
             cat = TL_CAT_DATALOADER;
-        else if (has_prefix(name, "Optimizer.step#") || has_prefix(name, "Optimizer.zero_grad#"))
+        else if (HAS_PREFIX(name, "Optimizer.step#") || HAS_PREFIX(name, "Optimizer.zero_grad#"))
             cat = TL_CAT_OPTIMIZER;
     }
     if (ev->have_tcat && cat == TL_CAT_USER) /* tally's export keeps its phases this way */

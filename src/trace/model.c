@@ -9,6 +9,7 @@
  * 4-million-event trace needs 16 MB of indices rather than a second copy of its events.
  */
 #include "trace/model.h"
+#include "trace/natsort.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -494,80 +495,8 @@ static inline int idx_before(const uint32_t *a, const uint32_t *b, const tl_even
     return ev_before(&ev[*a], *a, &ev[*b], *b);
 }
 
-#define MIN_RUN 32 /* shorter runs are extended by insertion sort */
-
-/* A natural merge sort of n distinct elements of type T ordered by BEFORE: find the runs
- * already in order (reversing descending ones), then merge neighbours pairwise. It costs
- * n * log2(runs), next to nothing for a track's events, which producers write nearly in order.
- * Returns a or tmp, whichever holds the result; NULL when out of memory. Instantiated for
- * indices of events and for keys. */
-#define NATURAL_MERGE_SORT(NAME, T, BEFORE)                                                        \
-    static T *NAME(T *a, T *tmp, size_t n, const tl_event *ev)                                     \
-    {                                                                                              \
-        size_t *run = malloc((n / MIN_RUN + 2) * sizeof *run); /* run starts, then n */            \
-        if (!run)                                                                                  \
-            return NULL;                                                                           \
-        size_t nruns = 0;                                                                          \
-        for (size_t i = 0; i < n;) {                                                               \
-            size_t j = i + 1;                                                                      \
-            if (j < n && BEFORE(&a[j], &a[i], ev)) {                                               \
-                while (j < n && BEFORE(&a[j], &a[j - 1], ev))                                      \
-                    j++;                                                                           \
-                for (size_t l = i, r = j - 1; l < r; l++, r--) {                                   \
-                    T x = a[l];                                                                    \
-                    a[l] = a[r];                                                                   \
-                    a[r] = x;                                                                      \
-                }                                                                                  \
-            } else {                                                                               \
-                while (j < n && BEFORE(&a[j - 1], &a[j], ev))                                      \
-                    j++;                                                                           \
-            }                                                                                      \
-            if (j - i < MIN_RUN && j < n) { /* insertion sort up to MIN_RUN */                     \
-                size_t e = i + MIN_RUN < n ? i + MIN_RUN : n;                                      \
-                for (; j < e; j++) {                                                               \
-                    T x = a[j];                                                                    \
-                    size_t k = j;                                                                  \
-                    while (k > i && BEFORE(&x, &a[k - 1], ev)) {                                   \
-                        a[k] = a[k - 1];                                                           \
-                        k--;                                                                       \
-                    }                                                                              \
-                    a[k] = x;                                                                      \
-                }                                                                                  \
-            }                                                                                      \
-            run[nruns++] = i;                                                                      \
-            i = j;                                                                                 \
-        }                                                                                          \
-        run[nruns] = n;                                                                            \
-        T *src = a, *dst = tmp;                                                                    \
-        while (nruns > 1) {                                                                        \
-            size_t w = 0, r = 0;                                                                   \
-            for (; r + 1 < nruns; r += 2) {                                                        \
-                const T *x = src + run[r], *xe = src + run[r + 1];                                 \
-                const T *y = xe, *ye = src + run[r + 2];                                           \
-                T *o = dst + run[r];                                                               \
-                while (x < xe && y < ye)                                                           \
-                    *o++ = BEFORE(y, x, ev) ? *y++ : *x++;                                         \
-                memcpy(o, x, (size_t)(xe - x) * sizeof *o);                                        \
-                o += xe - x;                                                                       \
-                memcpy(o, y, (size_t)(ye - y) * sizeof *o);                                        \
-                run[w++] = run[r];                                                                 \
-            }                                                                                      \
-            if (r < nruns) { /* an odd run out is carried over */                                  \
-                memcpy(dst + run[r], src + run[r], (run[r + 1] - run[r]) * sizeof *dst);           \
-                run[w++] = run[r];                                                                 \
-            }                                                                                      \
-            run[w] = n;                                                                            \
-            nruns = w;                                                                             \
-            T *sw = src;                                                                           \
-            src = dst;                                                                             \
-            dst = sw;                                                                              \
-        }                                                                                          \
-        free(run);                                                                                 \
-        return src;                                                                                \
-    }
-
-NATURAL_MERGE_SORT(sort_idx, uint32_t, idx_before)
-NATURAL_MERGE_SORT(sort_keys, sort_key, key_before)
+TL_NATURAL_MERGE_SORT(sort_idx, uint32_t, const tl_event *, idx_before)
+TL_NATURAL_MERGE_SORT(sort_keys, sort_key, const tl_event *, key_before)
 
 /* Permute ev so that position i receives the event at old index perm[i]; perm is consumed. */
 static void apply_permutation(tl_event *ev, uint32_t *perm, size_t n)
