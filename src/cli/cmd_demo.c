@@ -104,24 +104,38 @@ static void help(FILE *f)
         f);
 }
 
+/* The program's side of a window: note where its .tally file went. The Chrome JSON and the
+ * report are made from that file after tally_stop, as `tally run` does for other programs. */
 static void on_ready(const tally_window *w, void *user)
 {
     struct demo *d = user;
-    tally_window copy = *w;
-    copy.write &= ~(unsigned)TALLY_WRITE_SUMMARY; /* the report is printed by the command */
-    if (tally_default_trace_ready(&copy, NULL) != 0)
-        d->ready_failed = 1;
     if (d->npaths < MAX_WINDOWS && w->path) {
         d->paths[d->npaths] = strdup(w->path);
         if (d->paths[d->npaths])
             d->npaths++;
     }
-    fprintf(stderr, "tally demo: trace %s", w->path);
-    if (w->base_path && (w->write & TALLY_WRITE_JSON))
-        fprintf(stderr, ", %s.json", w->base_path);
-    if (w->base_path && (w->write & TALLY_WRITE_JSON_GZ))
-        fprintf(stderr, ", %s.json.gz", w->base_path);
-    fputc('\n', stderr);
+}
+
+/* PATH.tally -> PATH.json.gz, from the loaded trace. */
+static int write_json(const tl_trace *t, const char *tally_path)
+{
+    size_t n = strlen(tally_path);
+    if (n > 6 && !strcmp(tally_path + n - 6, ".tally"))
+        n -= 6;
+    char *out = malloc(n + 16);
+    if (!out)
+        return 1;
+    snprintf(out, n + 16, "%.*s.json.gz", (int)n, tally_path);
+    tl_error err = {{0}};
+    int rc = 0;
+    if (tl_write_chrome(t, out, &err) != 0) {
+        fprintf(stderr, "tally demo: %s\n", err.msg[0] ? err.msg : out);
+        rc = 1;
+    } else {
+        fprintf(stderr, "tally demo: trace %s, %s\n", tally_path, out);
+    }
+    free(out);
+    return rc;
 }
 
 static void stats_of(const tl_trace *t, struct variant_stats *s)
@@ -155,7 +169,7 @@ static int run_variant(struct demo *d, llama_model *m, const char *name, struct 
     memset(&tc, 0, sizeof tc);
     tc.output_dir = d->outdir;
     tc.name = name;
-    tc.write = TALLY_WRITE_TALLY | TALLY_WRITE_JSON_GZ;
+    tc.write = TALLY_WRITE_TALLY; /* JSON and the report: made here from the file */
     tc.samples_unit = "tokens";
     tc.skip_first = 1; /* a warm-up step in the session, not recorded (torch's skip_first) */
     tc.active = c->steps;
@@ -204,6 +218,8 @@ static int run_variant(struct demo *d, llama_model *m, const char *name, struct 
             tl_trace_free(&t);
             return 1;
         }
+        if (write_json(&t, d->paths[i]) != 0)
+            d->ready_failed = 1;
         tl_report_opts ro;
         memset(&ro, 0, sizeof ro);
         ro.views = d->views ? d->views : d->default_views;

@@ -13,8 +13,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
-static const char usage[] = "usage: tally export FILE -o OUT.json[.gz]\n";
+static const char usage[] = "usage: tally export FILE -o OUT.json[.gz] [--background]\n";
 
 static void help(FILE *f)
 {
@@ -23,6 +24,8 @@ static void help(FILE *f)
           "trace JSON following PyTorch's conventions.\n\noptions:\n"
           "  -o, --output OUT   the file to write; gzip-compressed when it ends in .gz;\n"
           "                     '-' writes uncompressed JSON to standard output\n"
+          "  --background       return at once and convert in a detached process (what a\n"
+          "                     profiled program asking for JSON starts)\n"
           "  -h, --help         this help\n",
           f);
 }
@@ -37,11 +40,16 @@ static double now_s(void)
 int cmd_export(int argc, char **argv)
 {
     const char *in = NULL, *out = NULL;
+    int background = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             help(stdout);
             return 0;
+        }
+        if (!strcmp(a, "--background")) {
+            background = 1;
+            continue;
         }
         if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
             if (i + 1 >= argc) {
@@ -69,6 +77,18 @@ int cmd_export(int argc, char **argv)
         return 2;
     }
 
+    if (background && strcmp(out, "-") != 0) {
+        /* the caller (a profiled program) waits for this process only: the work goes on in a
+         * grandchild that init adopts, so the caller is never held up and leaves no zombie */
+        pid_t pid = fork();
+        if (pid < 0) {
+            fprintf(stderr, "tally export: fork: %s\n", strerror(errno));
+            return 1;
+        }
+        if (pid > 0)
+            return 0;
+        setsid();
+    }
     double t0 = now_s();
     tl_trace t;
     tl_trace_init(&t);
@@ -85,10 +105,23 @@ int cmd_export(int argc, char **argv)
         goto done;
     }
     int rc;
+    char tmp[4096];
     if (!strcmp(out, "-")) {
         rc = tl_write_chrome_file(&t, stdout, &err);
+    } else if (snprintf(tmp, sizeof tmp, "%s.tmp%d%s", out, (int)getpid(),
+                        strlen(out) > 3 && !strcmp(out + strlen(out) - 3, ".gz") ? ".gz" : "") >=
+               (int)sizeof tmp) {
+        tl_error_set(&err, "%s: path too long", out);
+        rc = -1;
     } else {
-        rc = tl_write_chrome(&t, out, &err);
+        /* written under a temporary name and renamed: a reader never sees half a file */
+        rc = tl_write_chrome(&t, tmp, &err);
+        if (rc == 0 && rename(tmp, out) != 0) {
+            tl_error_set(&err, "%s: %s", out, strerror(errno));
+            rc = -1;
+        }
+        if (rc != 0)
+            unlink(tmp);
     }
     if (rc != 0) {
         fprintf(stderr, "tally export: %s\n", err.msg[0] ? err.msg : out);

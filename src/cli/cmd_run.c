@@ -13,6 +13,8 @@
  * Exit status: the program's; 2 on a usage error; 127 when the program cannot be started.
  */
 #include "cli/commands.h"
+#include "record/schedule.h"
+#include "report/summary.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -100,6 +102,7 @@ struct run_state {
     const char *step_range;
     const char *write;
     int no_gpu, no_nvtx, quiet;
+    unsigned write_set; /* TALLY_WRITE_* that tally run makes after the program */
     char **argv; /* the program and its arguments */
     time_t started;
 };
@@ -217,9 +220,51 @@ static int ends_with(const char *s, const char *suffix)
     return n >= m && !strcmp(s + n - m, suffix);
 }
 
-/* Give new Chrome traces in dir the .pt.trace.json.gz ending; list what was written. Returns
- * the number of traces (.tally files) found that are newer than the start. */
-static int collect_outputs(const struct run_state *st, const char *dir, int depth)
+/* After the program: one new trace, converted to Chrome JSON with the .pt.trace.json[.gz]
+ * ending that TensorBoard's profiler plugin looks for, and its short report on stderr. The
+ * program itself only wrote the .tally file: nothing of this ran inside it. */
+static int finish_trace(const struct run_state *st, const char *path)
+{
+    int want_summary = (st->write_set & TALLY_WRITE_SUMMARY) && !st->quiet;
+    int want_json = st->write_set & (TALLY_WRITE_JSON | TALLY_WRITE_JSON_GZ);
+    if (!st->quiet)
+        fprintf(stderr, "tally run: wrote %s\n", path);
+    if (!want_summary && !want_json)
+        return 0;
+    tl_trace t;
+    tl_trace_init(&t);
+    tl_error err = {{0}};
+    int rc = 0;
+    if (tl_load(&t, path, 1, &err) != 0) {
+        fprintf(stderr, "tally run: %s\n", err.msg);
+        tl_trace_free(&t);
+        return 1;
+    }
+    size_t n = strlen(path) - strlen(".tally");
+    const char *exts[2] = {(st->write_set & TALLY_WRITE_JSON) ? ".pt.trace.json" : NULL,
+                           (st->write_set & TALLY_WRITE_JSON_GZ) ? ".pt.trace.json.gz" : NULL};
+    for (int i = 0; i < 2; i++) {
+        if (!exts[i])
+            continue;
+        char to[PATH_MAX + 32];
+        snprintf(to, sizeof to, "%.*s%s", (int)n, path, exts[i]);
+        if (tl_write_chrome(&t, to, &err) != 0) {
+            fprintf(stderr, "tally run: %s\n", err.msg[0] ? err.msg : to);
+            rc = 1;
+        } else if (!st->quiet) {
+            fprintf(stderr, "tally run: wrote %s\n", to);
+        }
+    }
+    if (want_summary) {
+        fprintf(stderr, "\n%s\n", path);
+        tl_summary_print(stderr, &t);
+    }
+    tl_trace_free(&t);
+    return rc;
+}
+
+/* The .tally files in dir (and its rank<N>/ folders) newer than the start. Returns how many. */
+static int collect_outputs(const struct run_state *st, const char *dir, int depth, int *failed)
 {
     DIR *d = opendir(dir);
     if (!d)
@@ -236,22 +281,14 @@ static int collect_outputs(const struct run_state *st, const char *dir, int dept
             continue;
         if (S_ISDIR(sb.st_mode)) {
             if (depth == 0 && !strncmp(de->d_name, "rank", 4))
-                found += collect_outputs(st, path, 1);
+                found += collect_outputs(st, path, 1, failed);
             continue;
         }
-        if (sb.st_mtime < st->started)
+        if (sb.st_mtime < st->started || !ends_with(de->d_name, ".tally"))
             continue;
-        if (ends_with(de->d_name, ".json.gz") && !ends_with(de->d_name, ".pt.trace.json.gz")) {
-            char to[PATH_MAX];
-            size_t n = strlen(path) - strlen(".json.gz");
-            snprintf(to, sizeof to, "%.*s.pt.trace.json.gz", (int)n, path);
-            if (rename(path, to) == 0 && !st->quiet)
-                fprintf(stderr, "tally run: wrote %s\n", to);
-        } else if (ends_with(de->d_name, ".tally")) {
-            found++;
-            if (!st->quiet)
-                fprintf(stderr, "tally run: wrote %s\n", path);
-        }
+        found++;
+        if (finish_trace(st, path) != 0)
+            *failed = 1;
     }
     closedir(d);
     return found;
@@ -319,8 +356,8 @@ static int run(struct run_state *st)
             setenv("TALLY_SCHEDULE", st->schedule, 1);
         if (st->step_range)
             setenv("TALLY_STEP_RANGE", st->step_range, 1);
-        if (st->write)
-            setenv("TALLY_WRITE", st->write, 1);
+        /* the program writes the .tally file only; JSON and the report are made here after */
+        setenv("TALLY_WRITE", "tally", 1);
         if (st->quiet)
             setenv("TALLY_QUIET", "1", 1);
         execvp(st->argv[0], st->argv);
@@ -365,7 +402,10 @@ static int run(struct run_state *st)
         rc = 128 + WTERMSIG(status);
     else
         rc = 1;
-    int n = collect_outputs(st, outabs, 0);
+    int failed = 0;
+    int n = collect_outputs(st, outabs, 0, &failed);
+    if (failed && rc == 0)
+        rc = 1;
     if (n == 0 && !st->quiet)
         fprintf(stderr,
                 "tally run: no trace was written (the program made no NVTX or CUDA call%s)\n",
@@ -382,5 +422,14 @@ int cmd_run(int argc, char **argv)
     int p = parse(&st, argc, argv);
     if (p != 0)
         return p > 0 ? 0 : 2;
+    const char *w = st.write ? st.write : getenv("TALLY_WRITE");
+    st.write_set = TALLY_WRITE_TALLY | TALLY_WRITE_JSON_GZ | TALLY_WRITE_SUMMARY;
+    if (w && tally__parse_write(w, &st.write_set) != 0) {
+        fprintf(stderr,
+                "tally run: %s '%s': expected a comma-separated list of tally, json, json.gz, "
+                "summary\n",
+                st.write ? "--write" : "TALLY_WRITE", w);
+        return 2;
+    }
     return run(&st);
 }

@@ -30,6 +30,7 @@
 
 #include <tally.h>
 
+#include "record/internal.h"
 #include "record/recorder.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -113,19 +114,24 @@ EXPORT int InitializeInjection(void)
 /* Path of this library when it is a shared object, else NULL. */
 static const char *self_so(char *buf, size_t cap)
 {
+    if (tally__self_path(buf, cap) != 0)
+        return NULL;
+    const char *base = strrchr(buf, '/');
+    base = base ? base + 1 : buf;
+    return strstr(base, ".so") ? buf : NULL;
+}
+
+int tally__self_path(char *buf, size_t cap)
+{
     Dl_info info;
-    if (!dladdr((void *)self_so, &info) || !info.dli_fname)
-        return NULL;
-    const char *base = strrchr(info.dli_fname, '/');
-    base = base ? base + 1 : info.dli_fname;
-    if (!strstr(base, ".so"))
-        return NULL;
-    if (!realpath(info.dli_fname, buf)) {
-        if (strlen(info.dli_fname) >= cap)
-            return NULL;
-        strcpy(buf, info.dli_fname);
-    }
-    return buf;
+    if (!dladdr((void *)tally__self_path, &info) || !info.dli_fname || !*info.dli_fname)
+        return -1;
+    char real[PATH_MAX];
+    const char *p = realpath(info.dli_fname, real) ? real : info.dli_fname;
+    if (strlen(p) >= cap)
+        return -1;
+    strcpy(buf, p);
+    return 0;
 }
 
 void tally__collect_start(void)

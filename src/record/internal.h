@@ -236,5 +236,16 @@ typedef struct tally__perf_summary {
 void tally__perf_compute(const tally__perf_step *s, int n, tally__perf_summary *out);
 /* Paddle-like "Perf Summary" table. */
 void tally__perf_print(FILE *f, const tally__perf_summary *p, const char *unit);
+/* The summary of the steps of a finished window (session.c); returns the number of steps. */
+int tally__window_perf(const tally_window *w, tally__perf_summary *out);
+/* The window's summary on f: steps, batch/reader cost and throughput, losses (perf_summary.c). */
+void tally__print_window_summary(FILE *f, const tally_window *w);
+
+/* ---- helpers of the default trace-ready handler (trace_ready.c, inject.c) ------------------- */
+
+/* Path of the file holding this code: libtally.so, or the program it is linked into. */
+int tally__self_path(char *out, size_t cap);
+/* The tally command line: $TALLY_BIN, beside this library, in ../bin, or on PATH. 0 or -1. */
+int tally__find_cli(char *out, size_t cap);
 
 #endif

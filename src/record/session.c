@@ -422,6 +422,7 @@ static int start_locked(const tally_config *cfg, int injected)
     S.window_index = 0;
     S.any_step_closed = 0;
     S.nperf = 0;
+    S.last_step_ns = tally__mono_ns();
     atomic_store(&tally__sess.records, 0);
     atomic_store(&tally__sess.buffers, 0);
     atomic_store(&tally__sess.bad_pops, 0);
@@ -433,7 +434,6 @@ static int start_locked(const tally_config *cfg, int injected)
 
     if (c.timer_only) {
         atomic_store(&tally__sess.timer, 1);
-        S.last_step_ns = tally__mono_ns();
         atomic_store(&tally__sess.running, 1);
         GATE_SET(TALLY__GATE_TIMER);
         install_hooks();
@@ -490,14 +490,18 @@ TALLY_API int tally_running(void)
     return atomic_load(&tally__sess.running);
 }
 
-static void timer_step(uint64_t samples)
+/* One entry per closed step, in every mode: its duration, the time spent in dataloader ranges
+ * during it (timer-only mode: timed on the hot path) and its sample count. Entry i is step i. */
+static void note_step(uint64_t samples)
 {
     int64_t now = tally__mono_ns();
     if (S.nperf == S.cap_perf) {
         int ncap = S.cap_perf ? S.cap_perf * 2 : 256;
         void *p = realloc(S.perf, (size_t)ncap * sizeof *S.perf);
-        if (!p)
+        if (!p) {
+            S.last_step_ns = now;
             return;
+        }
         S.perf = p;
         S.cap_perf = ncap;
     }
@@ -506,6 +510,21 @@ static void timer_step(uint64_t samples)
     ps->reader_ns = atomic_exchange(&tally__sess.tm_reader_ns, 0);
     ps->samples = samples;
     S.last_step_ns = now;
+}
+
+int tally__window_perf(const tally_window *w, tally__perf_summary *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!w || w->first_step < 0 || w->last_step < w->first_step)
+        return 0;
+    pthread_mutex_lock(&S.lock);
+    int64_t a = w->first_step, b = w->last_step + 1;
+    if (b > S.nperf)
+        b = S.nperf;
+    if (a < b)
+        tally__perf_compute(S.perf + a, (int)(b - a), out);
+    pthread_mutex_unlock(&S.lock);
+    return out->steps;
 }
 
 TALLY_API void tally_step(uint64_t samples)
@@ -526,8 +545,8 @@ TALLY_API void tally_step(uint64_t samples)
     int64_t n = S.step;
     ready_call ready;
     ready.have = 0;
+    note_step(samples);
     if (S.cfg.timer_only) {
-        timer_step(samples);
         S.step = n + 1;
         pthread_mutex_unlock(&S.lock);
         errno = saved;

@@ -14,9 +14,16 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 "$PROG" "$work" 2>"$work/stderr.txt"
-grep -q "Overview" "$work/stderr.txt" || { echo "no summary on stderr"; cat "$work/stderr.txt"; exit 1; }
+# the program's own summary is the cheap one (from counters), with the command for the full report
+grep -q "Perf Summary" "$work/stderr.txt" || { echo "no summary on stderr"; cat "$work/stderr.txt"; exit 1; }
+grep -q "full report: tally report .*phases.tally" "$work/stderr.txt" ||
+    { echo "no report command on stderr"; cat "$work/stderr.txt"; exit 1; }
 trace=$(ls "$work"/phases*.tally | head -1)
 [ -f "$trace" ] || { echo "no .tally file"; exit 1; }
+# the program asked for JSON: a detached `tally export` writes it (whole, renamed into place)
+for _ in $(seq 1 200); do [ -s "$work/phases.json" ] && break; sleep 0.05; done
+[ -s "$work/phases.json" ] || { echo "phases.json was not written"; ls -la "$work"; exit 1; }
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["traceEvents"]' "$work/phases.json"
 
 "$TALLY" report "$trace" --views overview,model,perf,ranges --format json >"$work/r.json"
 python3 - "$work/r.json" "$work/expected.json" <<'PY'

@@ -102,3 +102,20 @@ void tally__perf_print(FILE *f, const tally__perf_summary *p, const char *unit)
     row(f, "batch_cost", &p->batch);
     row(f, "ips", &p->ips);
 }
+
+void tally__print_window_summary(FILE *f, const tally_window *w)
+{
+    tally__perf_summary p;
+    int steps = tally__window_perf(w, &p);
+    fprintf(f, "tally: window %d", w->index);
+    if (steps)
+        fprintf(f, ", steps %lld-%lld", (long long)w->first_step, (long long)w->last_step);
+    fprintf(f, ": %llu records", (unsigned long long)w->records);
+    if (w->dropped)
+        fprintf(f, ", %llu dropped at the memory cap (raise TALLY_MEMORY_CAP)",
+                (unsigned long long)w->dropped);
+    fputc('\n', f);
+    if (steps)
+        tally__perf_print(f, &p, tally__ident.samples_unit[0] ? tally__ident.samples_unit
+                                                              : "samples");
+}
