@@ -65,4 +65,11 @@ void tally__record_device_props(int32_t id, const char *name, int64_t memory, in
 /* Flush every thread's buffer to the file now (collectors call it at exit). */
 void tally__flush_all(void);
 
+/* The other direction: the two calls the session makes into the collectors (defined in
+ * src/collect/inject.c). tally_start of a program's own session calls tally__collect_start
+ * (NVTX of other libraries reaches us, TALLY_GPU=1 starts CUPTI); tally_stop and every window
+ * close call tally__collect_stop first, so that device work recorded so far is in the window. */
+void tally__collect_start(void);
+void tally__collect_stop(void);
+
 #endif

@@ -260,6 +260,7 @@ static void close_window(int64_t last_step, ready_call *out)
 {
     if (!S.window_open)
         return;
+    tally__collect_stop(); /* device work of the window reaches it before the gate closes */
     GATE_SET(TALLY__GATE_CLOSED);
     grace();
     tally__stats_chunk st = {0};
@@ -471,6 +472,8 @@ TALLY_API int tally_start(const tally_config *cfg)
     pthread_mutex_lock(&S.lock);
     int rc = start_locked(cfg, 0);
     pthread_mutex_unlock(&S.lock);
+    if (rc == 0 && !atomic_load(&tally__sess.timer))
+        tally__collect_start(); /* outside the lock: CUPTI calls back into the recorder */
     errno = saved;
     return rc;
 }

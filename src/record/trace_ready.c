@@ -57,7 +57,10 @@ int tally__find_cli(char *out, size_t cap)
         char *slash = strrchr(dir, '/');
         if (slash) {
             *slash = 0;
-            const char *cand[] = {"%s/tally", "%s/../bin/tally"};
+#ifndef TALLY_LIB_TO_BIN
+#define TALLY_LIB_TO_BIN "../bin" /* set by CMake from the install directories */
+#endif
+            const char *cand[] = {"%s/tally", "%s/" TALLY_LIB_TO_BIN "/tally"};
             for (int i = 0; i < 2; i++) {
                 if (snprintf(out, cap, cand[i], dir) < (int)cap && executable(out))
                     return 0;

@@ -8,7 +8,7 @@ set -euo pipefail
 need_injection
 if ! have_nvtx; then
     echo "skipped: no nvtx3 headers (CUDA_INC unset)"
-    exit 0
+    exit 77
 fi
 build_dump
 cc -std=c11 -O1 -fPIC -shared -I"$CUDA_INC" -o "$W/libnvtxother.so" "$SRC/tests/integration/nvtx_other.c"
@@ -30,7 +30,7 @@ if ls "$W/out" | grep '\.json\.gz$' | grep -qv '\.pt\.trace\.json\.gz$'; then
     exit 1
 fi
 
-"$W/nvtx_dump" "$trace" > "$W/got.txt"
+"$NVTX_DUMP" "$trace" > "$W/got.txt"
 cat > "$W/want.txt" <<'WANT'
 main|0|UserDefined|step 0||
 main|1|Instant|hello mark||
@@ -54,7 +54,7 @@ if ! diff -u "$W/want.txt" "$W/got.txt"; then
     exit 1
 fi
 # aten::mm sleeps 20 ms inside.
-dur=$("$W/nvtx_dump" "$trace" --dur aten::mm)
+dur=$("$NVTX_DUMP" "$trace" --dur aten::mm)
 if [ "$dur" -lt 20000000 ] || [ "$dur" -gt 2000000000 ]; then
     echo "nvtx_inject: aten::mm lasted $dur ns, expected >= 20 ms" >&2
     exit 1

@@ -7,7 +7,7 @@ set -euo pipefail
 need_injection
 if ! have_nvtx; then
     echo "skipped: no nvtx3 headers (CUDA_INC unset)"
-    exit 0
+    exit 77
 fi
 build_dump
 cc -std=c11 -O1 -I"$CUDA_INC" -o "$W/app" "$SRC/tests/integration/nvtx_steps_app.c"
@@ -16,7 +16,7 @@ cc -std=c11 -O1 -I"$CUDA_INC" -o "$W/app" "$SRC/tests/integration/nvtx_steps_app
     { cat "$W/run.err"; exit 1; }
 grep -q "steps done" "$W/run.out"
 trace=$(one_trace "$W/out")
-"$W/nvtx_dump" "$trace" > "$W/got.txt"
+"$NVTX_DUMP" "$trace" > "$W/got.txt"
 cat > "$W/want.txt" <<'WANT'
 main|0|ProfileStep|ProfilerStep#2||
 main|1|UserDefined|train_step||

@@ -7,11 +7,11 @@ set -euo pipefail
 . "$(dirname "$0")/nvtx_common.sh.inc"
 if [ -z "${CUDA_INC:-}" ] || [ ! -f "$CUDA_INC/cuda.h" ]; then
     echo "skipped: no CUDA headers"
-    exit 0
+    exit 77
 fi
 if ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1'; then
     echo "skipped: a CUDA driver is installed here"
-    exit 0
+    exit 77
 fi
 stubdir=$(cd "$CUDA_INC/.." && pwd)/lib64/stubs
 cat > "$W/prog.c" <<'C'

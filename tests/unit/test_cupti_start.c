@@ -82,17 +82,13 @@ TEST(real_cupti_without_driver)
 #if defined(TALLY_HAVE_CUPTI)
     void *drv = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
     void *drv2 = drv ? drv : dlopen("libcuda.so.1", RTLD_LAZY);
-    if (drv2) {
-        fprintf(stderr, "skipped: a CUDA driver is present\n");
-        return;
-    }
+    if (drv2)
+        TEST_SKIP("a CUDA driver is present");
     void *cupti = dlopen("libcupti.so.13", RTLD_LAZY);
     if (!cupti)
         cupti = dlopen("/usr/local/cuda/lib64/libcupti.so", RTLD_LAZY);
-    if (!cupti) {
-        fprintf(stderr, "skipped: no libcupti here\n");
-        return;
-    }
+    if (!cupti)
+        TEST_SKIP("no libcupti here");
     dlclose(cupti);
     char err[2048];
     int second, kept;
@@ -102,6 +98,8 @@ TEST(real_cupti_without_driver)
     CHECK(kept);
     CHECK_EQ_INT(lines(err), 1);
     CHECK(strstr(err, "GPU activity is not recorded") != NULL);
+#else
+    TEST_SKIP("built without the CUPTI headers");
 #endif
 }
 

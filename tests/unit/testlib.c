@@ -7,13 +7,17 @@
 
 int test_failures;
 int test_checks;
+int test_skipped;
 const char *test_current = "";
 
 int test_summary(void)
 {
-    printf("%d checks: %d passed, %d failed\n", test_checks, test_checks - test_failures,
+    printf("%d checks: %d passed, %d failed", test_checks, test_checks - test_failures,
            test_failures);
-    return test_failures ? 1 : 0;
+    if (test_skipped)
+        printf(", %d tests skipped", test_skipped);
+    putchar('\n');
+    return test_failures ? 1 : test_skipped ? TEST_SKIPPED : 0;
 }
 
 int test_have_shared_traces(void)
