@@ -3,7 +3,7 @@
 # sudo available). Safe to run again: it installs only what is missing.
 set -euo pipefail
 need=()
-for pkg in build-essential cmake zlib1g-dev libsqlite3-dev clang libclang-rt-14-dev python3 procps; do
+for pkg in build-essential cmake pkg-config zlib1g-dev libsqlite3-dev clang libclang-rt-14-dev python3 procps; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then

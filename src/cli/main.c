@@ -113,8 +113,15 @@ int main(int argc, char **argv)
     return 2;
 }
 
+/* The libtally.so that `tally run` injects: beside this binary (a build tree), then where the
+ * install puts it relative to the binary (TALLY_BIN_TO_LIB, from the install bindir to the install
+ * libdir, e.g. "../lib" or "../lib/x86_64-linux-gnu"; set by CMake), then the build folder this
+ * binary was compiled in (TALLY_LIBDIR). */
 const char *cli_libtally_path(void)
 {
+#ifndef TALLY_BIN_TO_LIB
+#define TALLY_BIN_TO_LIB "../lib"
+#endif
     static char path[PATH_MAX + 64];
     char self[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -123,7 +130,7 @@ const char *cli_libtally_path(void)
         char *slash = strrchr(self, '/');
         if (slash) {
             *slash = 0;
-            const char *cands[] = {"%s/libtally.so", "%s/../lib/libtally.so"};
+            const char *cands[] = {"%s/libtally.so", "%s/" TALLY_BIN_TO_LIB "/libtally.so"};
             for (int i = 0; i < 2; i++) {
                 snprintf(path, sizeof path, cands[i], self);
                 if (access(path, R_OK) == 0)
