@@ -45,7 +45,9 @@ $(diff <(echo "$want") <(echo "$have") || true)"
 for link in libtally.so "libtally.so.${ver%%.*}"; do
     [ -L "$libdir/$link" ] || fail "$link is not a link"
 done
-readelf -d "$libdir/$so" | grep -q "SONAME.*libtally.so.${ver%%.*}" || fail "wrong SONAME"
+# (Whole outputs into variables first: `cmd | grep -q` fails under pipefail when grep quits early.)
+dyn=$(readelf -d "$libdir/$so")
+grep -q "SONAME.*libtally.so.${ver%%.*}" <<< "$dyn" || fail "wrong SONAME"
 ls "$P/$L/cmake/tally"/tallyTargets-*.cmake >/dev/null 2>&1 || fail "no per-configuration targets file"
 
 # The program a user writes, outside the source tree.
@@ -117,11 +119,13 @@ grep -q "tally_DIR:PATH=$P/" "$W/use/build/CMakeCache.txt" ||
 
 # Shared programs load the installed libtally; static ones load none.
 for prog in prog_pc build/prog; do
-    ldd "$W/use/$prog" | grep -q "libtally.so.${ver%%.*} => $libdir/" ||
-        fail "$prog does not load the installed libtally: $(ldd "$W/use/$prog" | grep tally)"
+    libs=$(ldd "$W/use/$prog")
+    grep -q "libtally.so.${ver%%.*} => $libdir/" <<< "$libs" ||
+        fail "$prog does not load the installed libtally: $(grep tally <<< "$libs")"
 done
 for prog in prog_pc_static build/prog_static; do
-    if readelf -d "$W/use/$prog" | grep NEEDED | grep -q libtally; then fail "$prog needs libtally.so"; fi
+    needed=$(readelf -d "$W/use/$prog")
+    if grep NEEDED <<< "$needed" | grep libtally >/dev/null; then fail "$prog needs libtally.so"; fi
 done
 
 # Run each: a .tally file that the installed `tally report` reads. Shared: the library finds the
