@@ -8,7 +8,7 @@
  *       TALLY_SCOPE("forward", TALLY_FORWARD) { ... }
  *       tally_step(batch_size);
  *   }
- *   tally_stop();                               writes the trace(s), prints the summary to stderr
+ *   tally_stop();                               closes the trace, prints a short summary to stderr
  *
  * Rules of ranges:
  *   - push/pop (and the scoped forms built on them) nest on the calling thread: pop ends the
@@ -98,12 +98,14 @@ typedef struct tally_srcloc {
  * Sessions.
  */
 
-/* Which files the default trace-ready handler writes (bit set). */
+/* What the default trace-ready handler makes of a finished window (bit set). */
 enum {
     TALLY_WRITE_TALLY = 1u << 0,   /* the native .tally file (always written while recording) */
-    TALLY_WRITE_JSON = 1u << 1,    /* Chrome trace JSON, PyTorch conventions */
+    TALLY_WRITE_JSON = 1u << 1,    /* Chrome trace JSON, PyTorch conventions: converted by a
+                                      separate `tally export` process, never inside the program */
     TALLY_WRITE_JSON_GZ = 1u << 2, /* the same, gzip-compressed */
-    TALLY_WRITE_SUMMARY = 1u << 3  /* the summary on stderr */
+    TALLY_WRITE_SUMMARY = 1u << 3  /* a short summary on stderr (steps, batch and reader cost,
+                                      throughput, losses) and the command for the full report */
 };
 
 /* A finished active window, handed to the trace-ready callback. Valid during the call only. */
@@ -116,12 +118,15 @@ typedef struct tally_window {
     uint64_t records;      /* records written */
     uint64_t dropped;      /* records dropped at the memory cap */
     unsigned write;        /* the TALLY_WRITE_* set of the session */
+    uint64_t lost;         /* records recorded but not written: the file could not be written */
+    int io_errno;          /* the system error that stopped writing (ENOSPC, EFBIG...), 0 = none */
 } tally_window;
 
 typedef void (*tally_trace_ready_fn)(const tally_window *window, void *user);
 
-/* The handler used when the config names none: converts the window's trace to the formats in
- * window->write and prints the summary to stderr. Callable from a custom handler. */
+/* The handler used when the config names none: prints the window's summary on stderr and, when
+ * window->write asks for JSON, starts `tally export` in the background to write it beside the
+ * .tally file. Cheap: it never reads the trace back. Callable from a custom handler. */
 TALLY_API int tally_default_trace_ready(const tally_window *window, void *user);
 
 /*
@@ -135,33 +140,42 @@ TALLY_API int tally_default_trace_ready(const tally_window *window, void *user);
  *   (0 = forever). All zero (the default) records every step from start to stop.
  *   TALLY_SCHEDULE="skip_first=1,wait=1,warmup=1,active=3,repeat=2" (closed/ready/record accepted)
  *   or Paddle's half-open range form TALLY_SCHEDULE="3:10" (= steps 3..9 recorded).
+ *
+ * Files are never overwritten: when <name>.tally exists, <name>-1.tally, <name>-2.tally ... are
+ * used. A child made by fork records into a file of its own (its name is expanded again with
+ * its pid) and holds none of its parent's records.
  */
 typedef struct tally_config {
-    const char *output_dir;   /* TALLY_OUTPUT_DIR; default "." */
-    const char *name;         /* TALLY_NAME; file name pattern, default "tally-{host}-{pid}";
-                                 {host} {pid} {rank} {time} are replaced */
-    unsigned write;           /* TALLY_WRITE="tally,json.gz,summary"; default tally|json.gz|summary */
-    int skip_first;           /* TALLY_SCHEDULE, see above */
-    int wait;                 /* [closed] */
-    int warmup;               /* [ready] */
-    int active;               /* [record]; 0 with everything else 0 = record all */
-    int repeat;               /* 0 = cycle forever */
+    const char *output_dir; /* TALLY_OUTPUT_DIR; default "." */
+    const char *name;       /* TALLY_NAME; file name pattern, default "tally-{host}-{pid}";
+                               {host} {pid} {rank} {time} are replaced */
+    unsigned write;         /* TALLY_WRITE="tally,json.gz,summary"; default tally|summary */
+    int skip_first;         /* TALLY_SCHEDULE, see above */
+    int wait;               /* [closed] */
+    int warmup;             /* [ready] */
+    int active;             /* [record]; 0 with everything else 0 = record all */
+    int repeat;             /* 0 = cycle forever */
     tally_trace_ready_fn on_trace_ready; /* NULL = tally_default_trace_ready */
     void *user;                          /* passed to on_trace_ready */
-    size_t memory_cap;   /* TALLY_MEMORY_CAP="256M"; bytes of buffers in flight; default 256 MiB */
-    size_t buffer_size;  /* TALLY_BUFFER_SIZE; bytes per thread buffer; default 1 MiB */
-    int timer_only;      /* TALLY_TIMER_ONLY=1: no tracing, only the benchmark summary */
-    int quiet;           /* TALLY_QUIET=1: print nothing, not even the summary */
+    size_t memory_cap;  /* TALLY_MEMORY_CAP="256M"; bytes of buffers in flight; default 256 MiB */
+    size_t buffer_size; /* TALLY_BUFFER_SIZE; bytes per thread buffer; default 1 MiB */
+    int timer_only;     /* TALLY_TIMER_ONLY=1: no tracing, only the benchmark summary */
+    int quiet;          /* TALLY_QUIET=1: print nothing, not even the summary */
     const char *samples_unit; /* TALLY_SAMPLES_UNIT; unit of tally_step's count: "samples" */
+    int flush_ms;             /* TALLY_FLUSH_MS; how often what every thread recorded goes to the
+                                 file (the most a crash or kill -9 can lose); default 50, 1..60000 */
 } tally_config;
 
 /* Start the session. cfg may be NULL. Returns 0, or TALLY_ESTATE if one is running,
  * TALLY_ECONFIG on a malformed TALLY_* variable (the message is on stderr), TALLY_EIO when the
- * output directory cannot be written. */
+ * output directory cannot be written. Also starts the collectors: NVTX ranges of the program's
+ * libraries are recorded, and CUDA activity when TALLY_GPU=1. */
 TALLY_API int tally_start(const tally_config *cfg);
 
-/* Stop the session: closes the open step and active window, runs the trace-ready callback,
- * prints the summary. Also runs at exit and on SIGINT/SIGTERM if the program did not call it. */
+/* Stop the session: closes the open step and active window (the trace file is complete when it
+ * returns), runs the trace-ready callback. Also runs at exit if the program did not call it.
+ * Returns 0, or TALLY_EIO when a trace file could not be written whole (disk full, file-size
+ * limit): one line on stderr names the file and the system error; the program goes on. */
 TALLY_API int tally_stop(void);
 
 /* Non-zero while a session runs (started and not stopped). */
@@ -207,7 +221,7 @@ TALLY_API extern volatile int tally__recording;
  * Macros. TALLY_SCOPE: block form; TALLY_ZONE: scoped (until the end of the enclosing block).
  */
 #define TALLY__CAT2(a, b) a##b
-#define TALLY__CAT(a, b) TALLY__CAT2(a, b)
+#define TALLY__CAT(a, b)  TALLY__CAT2(a, b)
 #define TALLY__LOC(var, name_, cat_)                                                               \
     static const tally_srcloc var = {(name_), __FILE__, __func__, (uint32_t)__LINE__,              \
                                      (uint32_t)(cat_)}
@@ -218,18 +232,17 @@ TALLY_API extern volatile int tally__recording;
  *   TALLY_SCOPE("forward", TALLY_FORWARD) { ... }
  * Do not leave the block with break, goto or return: the range would stay open. */
 #define TALLY_SCOPE(name, cat)                                                                     \
-    for (int TALLY__CAT(tally__once_, __LINE__) =                                                  \
-             (tally_push(({                                                                        \
-                  TALLY__LOC(tally__loc, name, cat);                                               \
-                  &tally__loc;                                                                     \
-              })),                                                                                 \
-              1);                                                                                  \
+    for (int TALLY__CAT(tally__once_, __LINE__) = (tally_push(({                                   \
+                                                       TALLY__LOC(tally__loc, name, cat);          \
+                                                       &tally__loc;                                \
+                                                   })),                                            \
+                                                   1);                                             \
          TALLY__CAT(tally__once_, __LINE__); TALLY__CAT(tally__once_, __LINE__) = 0, tally_pop())
 
 /* A range from here to the end of the enclosing block (needs GCC or Clang cleanup). */
 #define TALLY_ZONE(name, cat)                                                                      \
     TALLY__LOC(TALLY__CAT(tally__loc_, __LINE__), name, cat);                                      \
-    __attribute__((cleanup(tally__zone_end), unused)) int TALLY__CAT(tally__zone_, __LINE__) =             \
+    __attribute__((cleanup(tally__zone_end), unused)) int TALLY__CAT(tally__zone_, __LINE__) =     \
         (tally_push(&TALLY__CAT(tally__loc_, __LINE__)), 0)
 
 #define TALLY_PUSH(name, cat)                                                                      \
@@ -260,7 +273,7 @@ TALLY_API extern volatile int tally__recording;
         TALLY__LOC(tally__loc, name, TALLY_USER);                                                  \
         tally_counter(&tally__loc, (double)(value));                                               \
     } while (0)
-#define TALLY_STEP(samples) tally_step(samples)
+#define TALLY_STEP(samples)     tally_step(samples)
 #define TALLY_THREAD_NAME(name) tally_thread_name(name)
 
 static inline void tally__zone_end(int *unused)
@@ -283,7 +296,7 @@ static inline void tally__zone_end(int *unused)
     do {                                                                                           \
     } while (0)
 #define TALLY_BEGIN(name, cat) ((tally_range)0)
-#define TALLY_END(r) ((void)(r))
+#define TALLY_END(r)           ((void)(r))
 #define TALLY_MARK(name)                                                                           \
     do {                                                                                           \
     } while (0)
@@ -311,6 +324,7 @@ typedef struct tally_stats {
     uint64_t unclosed;        /* ranges still open at stop (closed at stop time, flagged) */
     uint64_t steps;           /* steps closed */
     uint64_t buffers_written; /* buffers written to the .tally file */
+    uint64_t lost;            /* records recorded but not written (the file could not be written) */
 } tally_stats;
 
 TALLY_API void tally_get_stats(tally_stats *out);

@@ -17,7 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "trace/model.h" /* tl_cat / tl_memcpy_kind numbers (the recorder's TALLY__CAT_* equal them) */
+#include "record/format.h"
 
 #ifdef TALLY_HAVE_CUPTI
 
@@ -96,21 +96,21 @@ static uint8_t copy_kind(unsigned k)
     switch (k) {
     case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
     case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA:
-        return TL_COPY_HTOD;
+        return TALLY__COPY_HTOD;
     case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH:
     case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH:
-        return TL_COPY_DTOH;
+        return TALLY__COPY_DTOH;
     case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD:
     case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA:
     case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD:
     case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA:
-        return TL_COPY_DTOD;
+        return TALLY__COPY_DTOD;
     case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH:
-        return TL_COPY_HTOH;
+        return TALLY__COPY_HTOH;
     case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP:
-        return TL_COPY_PTOP;
+        return TALLY__COPY_PTOP;
     default:
-        return TL_COPY_UNKNOWN;
+        return TALLY__COPY_UNKNOWN;
     }
 }
 
@@ -202,7 +202,7 @@ static int conv_kernel(tally__cupti_conv *c, const CUpti_ActivityKernel10 *k)
         .corr = k->correlationId,
         .stream = k->streamId,
         .device = (int32_t)k->deviceId,
-        .cat = TL_CAT_KERNEL,
+        .cat = TALLY__CAT_KERNEL,
         .name = name,
         .args = args,
     };
@@ -222,10 +222,10 @@ static int conv_memcpy(tally__cupti_conv *c, const CUpti_ActivityMemcpy6 *m)
              tally__cupti_memory_kind_name(m->srcKind), tally__cupti_memory_kind_name(m->dstKind));
     uint16_t flags = 0;
     if (!(m->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC))
-        flags |= TL_EV_SYNC_COPY;
+        flags |= TALLY__DEV_SYNC_COPY;
     if (m->srcKind == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE ||
         m->dstKind == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE)
-        flags |= TL_EV_PAGEABLE;
+        flags |= TALLY__DEV_PAGEABLE;
     tally__device_event e = {
         .start = ts(c, m->start),
         .end = ts(c, m->end),
@@ -233,7 +233,7 @@ static int conv_memcpy(tally__cupti_conv *c, const CUpti_ActivityMemcpy6 *m)
         .bytes = (int64_t)m->bytes,
         .stream = m->streamId,
         .device = (int32_t)m->deviceId,
-        .cat = TL_CAT_MEMCPY,
+        .cat = TALLY__CAT_MEMCPY,
         .copy_kind = copy_kind(m->copyKind),
         .flags = flags,
         .name = name,
@@ -254,7 +254,7 @@ static int conv_p2p(tally__cupti_conv *c, const CUpti_ActivityMemcpyPtoP4 *m)
              tally__cupti_memory_kind_name(m->srcKind), tally__cupti_memory_kind_name(m->dstKind));
     snprintf(args, sizeof args, "\"src device\": %u, \"dst device\": %u", m->srcDeviceId,
              m->dstDeviceId);
-    uint16_t flags = (m->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) ? 0 : TL_EV_SYNC_COPY;
+    uint16_t flags = (m->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) ? 0 : TALLY__DEV_SYNC_COPY;
     tally__device_event e = {
         .start = ts(c, m->start),
         .end = ts(c, m->end),
@@ -262,8 +262,8 @@ static int conv_p2p(tally__cupti_conv *c, const CUpti_ActivityMemcpyPtoP4 *m)
         .bytes = (int64_t)m->bytes,
         .stream = m->streamId,
         .device = (int32_t)m->deviceId,
-        .cat = TL_CAT_MEMCPY,
-        .copy_kind = TL_COPY_PTOP,
+        .cat = TALLY__CAT_MEMCPY,
+        .copy_kind = TALLY__COPY_PTOP,
         .flags = flags,
         .name = name,
         .args = args,
@@ -288,8 +288,8 @@ static int conv_memset(tally__cupti_conv *c, const CUpti_ActivityMemset4 *m)
         .bytes = (int64_t)m->bytes,
         .stream = m->streamId,
         .device = (int32_t)m->deviceId,
-        .cat = TL_CAT_MEMSET,
-        .flags = (m->flags & CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC) ? 0 : TL_EV_SYNC_COPY,
+        .cat = TALLY__CAT_MEMSET,
+        .flags = (m->flags & CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC) ? 0 : TALLY__DEV_SYNC_COPY,
         .name = name,
     };
     c->sink.device(&e, c->sink.user);
@@ -360,7 +360,7 @@ static int conv_api(tally__cupti_conv *c, const CUpti_ActivityAPI *a)
         .end = ts(c, a->end),
         .corr = a->correlationId,
         .tid = a->threadId,
-        .cat = kind == CUPTI_ACTIVITY_KIND_DRIVER ? TL_CAT_DRIVER : TL_CAT_RUNTIME,
+        .cat = kind == CUPTI_ACTIVITY_KIND_DRIVER ? TALLY__CAT_DRIVER : TALLY__CAT_RUNTIME,
         .name = nm,
     };
     c->sink.api(&e, c->sink.user);
@@ -387,8 +387,8 @@ static int conv_memory(tally__cupti_conv *c, const CUpti_ActivityMemory4 *m)
         .bytes = alloc ? (int64_t)m->bytes : -(int64_t)m->bytes,
         .stream = stream_or(m->streamId, 0),
         .device = (int32_t)m->deviceId,
-        .cat = TL_CAT_MEMORY,
-        .flags = (uint16_t)(TL_EV_INSTANT | (device_mem ? TL_EV_MEM_DEVICE : 0)),
+        .cat = TALLY__CAT_MEMORY,
+        .flags = (uint16_t)(TALLY__DEV_INSTANT | (device_mem ? TALLY__DEV_MEM_DEVICE : 0)),
         .name = alloc ? "[memory] alloc" : "[memory] free",
         .args = args,
     };
@@ -408,7 +408,7 @@ static int conv_sync(tally__cupti_conv *c, const CUpti_ActivitySynchronization2 
         .corr = s->correlationId,
         .stream = s->streamId == CUPTI_SYNCHRONIZATION_INVALID_VALUE ? 0 : s->streamId,
         .device = ctx_dev(c, s->contextId),
-        .cat = TL_CAT_SYNC,
+        .cat = TALLY__CAT_SYNC,
         .name = sync_name(s->type),
     };
     c->sink.device(&e, c->sink.user);
@@ -431,7 +431,7 @@ static int conv_overhead(tally__cupti_conv *c, const CUpti_ActivityOverhead3 *o)
             .corr = o->correlationId,
             .stream = o->objectKind == CUPTI_ACTIVITY_OBJECT_STREAM ? o->objectId.dcs.streamId : 0,
             .device = (int32_t)o->objectId.dcs.deviceId,
-            .cat = TL_CAT_OVERHEAD,
+            .cat = TALLY__CAT_OVERHEAD,
             .name = name,
         };
         c->sink.device(&e, c->sink.user);
@@ -443,7 +443,7 @@ static int conv_overhead(tally__cupti_conv *c, const CUpti_ActivityOverhead3 *o)
             .corr = o->correlationId,
             .tid = o->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ? o->objectId.pt.threadId
                                                                  : o->objectId.pt.processId,
-            .cat = TL_CAT_OVERHEAD,
+            .cat = TALLY__CAT_OVERHEAD,
             .name = name,
         };
         c->sink.api(&e, c->sink.user);

@@ -98,6 +98,20 @@ void tally__outside_call(void)
     count_outside();
 }
 
+/* The window's file failed: what the program records now is lost, and counted as such. */
+static void count_lost(void)
+{
+    tally__tstate *ts = tally__self;
+    if (!ts) {
+        int saved = errno;
+        ts = tally__tstate_create();
+        errno = saved;
+        if (!ts)
+            return;
+    }
+    atomic_store_explicit(&ts->lost, atomic_load_explicit(&ts->lost, RLX) + 1, RLX);
+}
+
 /* Timer-only mode keeps the start of open ranges to add up dataloader time per step. */
 static void timer_push(uint32_t cat)
 {
@@ -132,35 +146,44 @@ static void timer_pop(void)
     }
 }
 
-/* Not recording: count calls outside a session, time dataloader ranges in timer-only mode. */
-__attribute__((noinline)) static void off_push(int gate, uint32_t cat)
+/* Not recording: count calls outside a session, time dataloader ranges in timer-only mode.
+ * In a forked child whose session has not resumed yet, resume it: these return non-zero when
+ * the call should now be recorded (the caller calls itself again). */
+__attribute__((noinline)) static int off_push(int gate, uint32_t cat)
 {
     if (gate == TALLY__GATE_OFF)
         count_outside();
     else if (gate == TALLY__GATE_TIMER)
         timer_push(cat);
+    else if (gate == TALLY__GATE_FAILED)
+        count_lost();
+    else if (gate == TALLY__GATE_FORKED)
+        return tally__fork_resume() == TALLY__GATE_ON;
+    return 0;
 }
 
-__attribute__((noinline)) static void off_push_loc(int gate, const tally_srcloc *loc)
-{
-    if (gate == TALLY__GATE_OFF)
-        count_outside();
-    else if (gate == TALLY__GATE_TIMER)
-        timer_push(loc ? loc->category : 0);
-}
-
-__attribute__((noinline)) static void off_pop(int gate)
+__attribute__((noinline)) static int off_pop(int gate)
 {
     if (gate == TALLY__GATE_OFF)
         count_outside();
     else if (gate == TALLY__GATE_TIMER)
         timer_pop();
+    else if (gate == TALLY__GATE_FAILED)
+        count_lost();
+    else if (gate == TALLY__GATE_FORKED)
+        return tally__fork_resume() == TALLY__GATE_ON;
+    return 0;
 }
 
-__attribute__((noinline)) static void off_other(int gate)
+__attribute__((noinline)) static int off_other(int gate)
 {
     if (gate == TALLY__GATE_OFF)
         count_outside();
+    else if (gate == TALLY__GATE_FAILED)
+        count_lost();
+    else if (gate == TALLY__GATE_FORKED)
+        return tally__fork_resume() == TALLY__GATE_ON;
+    return 0;
 }
 
 /* ---- ranges ---------------------------------------------------------------------------------- */
@@ -197,8 +220,8 @@ TALLY_API void tally_push(const tally_srcloc *loc)
     int g = GATE();
     if (TALLY__LIKELY(g == TALLY__GATE_ON))
         push_on(loc);
-    else if (g != TALLY__GATE_CLOSED)
-        off_push_loc(g, loc);
+    else if (g != TALLY__GATE_CLOSED && off_push(g, loc ? loc->category : 0))
+        push_on(loc);
 }
 
 __attribute__((noinline)) static void pop_on(void)
@@ -285,10 +308,8 @@ static void push_full(const tally_srcloc *loc, const char *name, size_t nlen, ui
 TALLY_API void tally_push_arg(const tally_srcloc *loc, const char *arg)
 {
     int g = GATE();
-    if (TALLY__UNLIKELY(g != TALLY__GATE_ON)) {
-        off_push_loc(g, loc);
+    if (TALLY__UNLIKELY(g != TALLY__GATE_ON) && !off_push(g, loc ? loc->category : 0))
         return;
-    }
     int saved = errno;
     push_full(loc, NULL, 0, 0, arg, arg ? strlen(arg) : 0);
     errno = saved;
@@ -297,10 +318,8 @@ TALLY_API void tally_push_arg(const tally_srcloc *loc, const char *arg)
 TALLY_API void tally_push_dynamic(const char *name, uint32_t category, const char *arg)
 {
     int g = GATE();
-    if (TALLY__UNLIKELY(g != TALLY__GATE_ON)) {
-        off_push(g, category);
+    if (TALLY__UNLIKELY(g != TALLY__GATE_ON) && !off_push(g, category))
         return;
-    }
     int saved = errno;
     if (!name)
         name = "";
@@ -311,10 +330,8 @@ TALLY_API void tally_push_dynamic(const char *name, uint32_t category, const cha
 void tally__push_copy(const char *name, size_t len, uint32_t cat, const char *arg, size_t arg_len)
 {
     int g = GATE();
-    if (TALLY__UNLIKELY(g != TALLY__GATE_ON)) {
-        off_push(g, cat);
+    if (TALLY__UNLIKELY(g != TALLY__GATE_ON) && !off_push(g, cat))
         return;
-    }
     int saved = errno;
     push_full(NULL, name ? name : "", name ? len : 0, cat, arg, arg_len);
     errno = saved;
@@ -325,8 +342,8 @@ TALLY_API void tally_pop(void)
     int g = GATE();
     if (TALLY__LIKELY(g == TALLY__GATE_ON))
         pop_on();
-    else if (g != TALLY__GATE_CLOSED)
-        off_pop(g);
+    else if (g != TALLY__GATE_CLOSED && off_pop(g))
+        pop_on();
 }
 
 void tally__pop(void)
@@ -359,20 +376,16 @@ static tally_range begin_full(const tally_srcloc *loc, const char *name, size_t 
 TALLY_API tally_range tally_begin(const tally_srcloc *loc)
 {
     int g = GATE();
-    if (TALLY__UNLIKELY(g != TALLY__GATE_ON)) {
-        off_other(g);
+    if (TALLY__UNLIKELY(g != TALLY__GATE_ON) && !off_other(g))
         return HANDLE_OUTSIDE;
-    }
     return begin_full(loc, NULL, 0, 0);
 }
 
 tally_range tally__begin_copy(const char *name, size_t len, uint32_t cat)
 {
     int g = GATE();
-    if (TALLY__UNLIKELY(g != TALLY__GATE_ON)) {
-        off_other(g);
+    if (TALLY__UNLIKELY(g != TALLY__GATE_ON) && !off_other(g))
         return HANDLE_OUTSIDE;
-    }
     int saved = errno;
     tally_range r = begin_full(NULL, name ? name : "", name ? len : 0, cat);
     errno = saved;
@@ -387,10 +400,8 @@ __attribute__((noinline)) static void bad_end(void)
 TALLY_API void tally_end(tally_range r)
 {
     int g = GATE();
-    if (TALLY__UNLIKELY(g != TALLY__GATE_ON)) {
-        off_other(g);
+    if (TALLY__UNLIKELY(g != TALLY__GATE_ON) && !off_other(g))
         return;
-    }
     uint64_t t = tally__ticks();
     if (TALLY__UNLIKELY(r == HANDLE_OUTSIDE))
         return;
@@ -433,10 +444,8 @@ TALLY_API void tally_end(tally_range r)
 TALLY_API void tally_mark(const tally_srcloc *loc)
 {
     int g = GATE();
-    if (TALLY__UNLIKELY(g != TALLY__GATE_ON)) {
-        off_other(g);
+    if (TALLY__UNLIKELY(g != TALLY__GATE_ON) && !off_other(g))
         return;
-    }
     uint64_t t = tally__ticks();
     tally__tstate *ts = self_state();
     if (TALLY__UNLIKELY(!ts))
@@ -452,10 +461,8 @@ TALLY_API void tally_mark(const tally_srcloc *loc)
 void tally__mark_copy(const char *name, size_t len)
 {
     int g = GATE();
-    if (TALLY__UNLIKELY(g != TALLY__GATE_ON)) {
-        off_other(g);
+    if (TALLY__UNLIKELY(g != TALLY__GATE_ON) && !off_other(g))
         return;
-    }
     int saved = errno;
     uint64_t t = tally__ticks();
     tally__tstate *ts = self_state();
@@ -477,10 +484,8 @@ void tally__mark_copy(const char *name, size_t len)
 TALLY_API void tally_counter(const tally_srcloc *loc, double value)
 {
     int g = GATE();
-    if (TALLY__UNLIKELY(g != TALLY__GATE_ON)) {
-        off_other(g);
+    if (TALLY__UNLIKELY(g != TALLY__GATE_ON) && !off_other(g))
         return;
-    }
     uint64_t t = tally__ticks();
     tally__tstate *ts = self_state();
     if (TALLY__UNLIKELY(!ts))

@@ -285,13 +285,17 @@ TALLY_API int tally_config_from_env(tally_config *cfg)
     if (!cfg->name)
         cfg->name = "tally-{host}-{pid}";
     if (!cfg->write)
-        cfg->write = TALLY_WRITE_TALLY | TALLY_WRITE_JSON_GZ | TALLY_WRITE_SUMMARY;
+        cfg->write = TALLY_WRITE_TALLY | TALLY_WRITE_SUMMARY;
     if (!cfg->memory_cap)
         cfg->memory_cap = (size_t)256 << 20;
     if (!cfg->buffer_size)
         cfg->buffer_size = (size_t)1 << 20;
     if (!cfg->samples_unit)
         cfg->samples_unit = "samples";
+    if (!cfg->flush_ms)
+        cfg->flush_ms = 50;
+    if (cfg->flush_ms < 1 || cfg->flush_ms > 60000)
+        return TALLY_EINVAL;
 
     if ((v = getenv("TALLY_OUTPUT_DIR")) && *v)
         cfg->output_dir = v;
@@ -330,6 +334,12 @@ TALLY_API int tally_config_from_env(tally_config *cfg)
     if ((v = getenv("TALLY_QUIET"))) {
         if (parse_bool(v, &cfg->quiet))
             return bad("TALLY_QUIET", v, "0 or 1");
+    }
+    if ((v = getenv("TALLY_FLUSH_MS"))) {
+        int ms;
+        if (parse_int(v, strlen(v), &ms) || ms < 1 || ms > 60000)
+            return bad("TALLY_FLUSH_MS", v, "milliseconds between 1 and 60000, like 50");
+        cfg->flush_ms = ms;
     }
     if ((v = getenv("TALLY_SAMPLES_UNIT"))) {
         if (!*v || strlen(v) >= 60)

@@ -43,7 +43,8 @@ enum {
     TALLY__CHUNK_THREADS = 3, /* thread names */
     TALLY__CHUNK_EVENTS = 4,  /* a run of one thread's buffer: header + records */
     TALLY__CHUNK_DEVICES = 5, /* device properties */
-    TALLY__CHUNK_STATS = 6    /* counts of what was recorded and lost (last one wins) */
+    TALLY__CHUNK_STATS = 6,   /* counts of what was recorded and lost (last one wins) */
+    TALLY__CHUNK_LOSSES = 7   /* per thread: records dropped at the cap or lost to I/O errors */
 };
 
 /* Categories: 0..6 are tally_category, the rest are equal to tl_cat (the reader asserts it). */
@@ -56,10 +57,28 @@ enum {
     TALLY__CAT_MEMSET = 14,
     TALLY__CAT_GPU_USER = 15,
     TALLY__CAT_SYNC = 16,
+    TALLY__CAT_OVERHEAD = 17,
     TALLY__CAT_INSTANT = 18,
     TALLY__CAT_COUNTER = 19,
     TALLY__CAT_MEMORY = 20,
     TALLY__CAT_OTHER = 21
+};
+
+/* Kinds of copies (DEVICE records of TALLY__CAT_MEMCPY) and device-event flags; equal to the
+ * trace model's tl_memcpy_kind and TL_EV_* (src/trace/load.c asserts it). */
+enum {
+    TALLY__COPY_UNKNOWN = 0,
+    TALLY__COPY_HTOD = 1,
+    TALLY__COPY_DTOH = 2,
+    TALLY__COPY_DTOD = 3,
+    TALLY__COPY_HTOH = 4,
+    TALLY__COPY_PTOP = 5
+};
+enum {
+    TALLY__DEV_INSTANT = 1u << 0,   /* no duration by nature (memory events) */
+    TALLY__DEV_SYNC_COPY = 1u << 3, /* synchronous copy or memset */
+    TALLY__DEV_PAGEABLE = 1u << 4,  /* copy from/to pageable host memory */
+    TALLY__DEV_MEM_DEVICE = 1u << 5 /* memory event on device memory (else host) */
 };
 
 /* META entries: u32 key, u32 len, value (len bytes, padded to 8). Later values win. */
@@ -122,6 +141,15 @@ typedef struct tally__events_header {
     uint64_t first_begin_seq; /* handle sequence number of the run's first BEGIN record */
 } tally__events_header;
 
+/* LOSSES entry (32 bytes), one per thread that lost records in the window. */
+typedef struct tally__loss_entry {
+    uint32_t slot; /* recorder thread slot */
+    uint32_t pad;
+    int64_t tid;      /* OS thread id */
+    uint64_t dropped; /* records dropped at the memory cap */
+    uint64_t lost;    /* records recorded but not written (I/O error) */
+} tally__loss_entry;
+
 /* STATS chunk payload. */
 typedef struct tally__stats_chunk {
     uint64_t records;       /* records written to this file */
@@ -132,6 +160,10 @@ typedef struct tally__stats_chunk {
     uint64_t unclosed;      /* push ranges open when the window closed */
     uint64_t steps;         /* steps closed in the window */
     uint64_t buffers;       /* events chunks written */
+    uint64_t lost;          /* records recorded but not written: the file could not be written
+                               (ENOSPC, EFBIG, EIO); absent (0) in files of format 1.0 */
+    int32_t io_errno;       /* the system error that stopped writing, 0 = none */
+    int32_t pad;
 } tally__stats_chunk;
 
 /* ---- records --------------------------------------------------------------------------------- */

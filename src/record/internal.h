@@ -1,6 +1,7 @@
 /*
- * internal.h — state shared by the recorder's files (api.c: the hot path; buffer.c: the buffer
- * pool and the writer; session.c: start/stop, schedule and windows; clock.c; config.c; timer.c).
+ * internal.h — state shared by the recorder's files (api.c: the hot path; thread_buffers.c: thread
+ * states and the buffer pool; writer.c: the writer thread and the .tally file; session.c:
+ * start/stop, schedule, windows, fork; clock.c; config.c; perf_summary.c; trace_ready.c).
  *
  * Who touches what:
  *   - a thread's tstate: its hot fields (pos, end, depth, begin_seq) are written by the owning
@@ -64,7 +65,8 @@ static inline uint64_t tally__ticks(void)
     return (uint64_t)tally__mono_ns();
 }
 
-/* ---- buffers (buffer.c) ---------------------------------------------------------------------- */
+/* ---- thread states and buffers (thread_buffers.c) ---------------------------------------------
+ */
 
 enum {
     TALLY__B_EMPTY = 0,
@@ -98,7 +100,7 @@ typedef struct tally__tstate {
     _Atomic uint64_t begin_seq; /* handles issued */
     int in_slow;                /* recursion guard for slow paths (signal re-entry) */
     uint32_t drop_backoff;
-    _Atomic uint64_t dropped;
+    _Atomic uint64_t dropped; /* records dropped at the memory cap (whole session) */
     _Atomic uint64_t outside; /* calls while no session ran */
 
     /* slow: under slow_lock */
@@ -109,7 +111,13 @@ typedef struct tally__tstate {
     uint64_t fu_begin_seq; /* handle sequence number of the first BEGIN at or after fu */
     uint64_t chunk_seq;
     char name[64];
-    int name_dirty;
+
+    /* the writer's */
+    _Atomic uint32_t full_pending; /* buffers handed to the writer and not yet written: while
+                                      any is, the writer does not write this thread's current
+                                      buffer (the file keeps each thread's records in order) */
+    _Atomic uint64_t lost;         /* records not written: the file failed (whole session) */
+    uint64_t dropped0, lost0;      /* dropped and lost when the open window began */
 
     uint32_t slot; /* 1.. */
     int64_t tid;
@@ -127,6 +135,12 @@ typedef struct tally__tstate {
 extern TALLY__HIDDEN TALLY__TLS tally__tstate *tally__self;
 extern TALLY__HIDDEN _Atomic(tally__tstate *) tally__threads[TALLY__MAX_THREADS];
 extern TALLY__HIDDEN _Atomic uint32_t tally__nthreads;
+
+/* The thread states in use (the table may hold states of exited threads, reused later). */
+#define TALLY__FOR_EACH_THREAD(ts)                                                                 \
+    for (uint32_t ts##_i = 0, ts##_n = tally__thread_count(); ts##_i < ts##_n; ts##_i++)           \
+        for (tally__tstate *ts = atomic_load(&tally__threads[ts##_i]); ts; ts = NULL)
+uint32_t tally__thread_count(void);
 
 tally__tstate *tally__tstate_create(void);
 /* Make room for n slots in the thread's buffer; returns where to write, or NULL (dropped). */
@@ -147,23 +161,57 @@ static inline void tally__spin_unlock(_Atomic int *l)
     atomic_store_explicit(l, 0, memory_order_release);
 }
 
-/* Writer side. */
+/* The pool of buffers, shared by the threads (which take FREE buffers and hand FULL ones over)
+ * and the writer (which writes FULL buffers and keeps FREE ones touched in advance). */
+typedef struct tally__pool {
+    tally__buf *bufs;
+    uint32_t nbufs;
+    size_t bufsize; /* bytes */
+    uint32_t nrec;  /* records per buffer */
+    struct tally__pool *old;
+} tally__pool;
+extern TALLY__HIDDEN tally__pool *tally__pool_cur;
+
 int tally__pool_init(size_t cap, size_t buffer_size);
-void tally__pool_free(void);
-int tally__writer_start(void);
+/* Let every thread's buffer go without writing it (after the last window closed). */
+void tally__pool_release(void);
+/* Allocate and touch one EMPTY buffer as FREE; 0, or -1 when none is EMPTY or memory is out. */
+int tally__pool_grow(void);
+/* Under ts->slow_lock: hand [fu, pos) to the writer (hand_off) or just let the buffer go. */
+void tally__release_thread_buffer(tally__tstate *ts, int hand_off);
+/* In a forked child: the parent's buffers and threads are not ours (thread_buffers.c). */
+void tally__threads_after_fork(void);
+
+/* ---- the writer thread and the .tally file (writer.c) --------------------------------------- */
+
+/* What closing a window's file tells the session. */
+typedef struct tally__close_result {
+    uint64_t records; /* records written to the file */
+    uint64_t lost;    /* records recorded in the window but not written (I/O error) */
+    int io_errno;     /* the system error that stopped writing, 0 = none */
+} tally__close_result;
+
+/* Start the writer thread (flush_ms: how often every thread's records go to the file). */
+int tally__writer_start(int flush_ms);
+/* Stop it (after the last file was closed). */
 void tally__writer_stop(void);
+/* Wake the writer: a buffer was handed over. Never blocks (may be called anywhere). */
 void tally__writer_kick(void);
-/* Open a window's file (header + META); returns 0 or TALLY_EIO. */
-int tally__file_open(const char *path, int window_index, int64_t first_step);
-/* Write every full buffer and every thread's unwritten records, then the closing chunks, and
- * close the file. */
-int tally__file_close(const tally__stats_chunk *st, uint64_t *records_out);
+/* Open a window's file: base + suffix + ".tally", or base + suffix + "-N.tally" when that
+ * exists (a file is never overwritten: an exec'd program, a second session, another process
+ * with the same name). The chosen path goes to path_out. The writer thread writes the header
+ * and META. Returns 0, or TALLY_EIO with the system error in *io_errno. */
+int tally__file_open(const char *base, const char *suffix, int window_index, int64_t first_step,
+                     char *path_out, size_t cap, int *io_errno);
+/* Write every thread's records, then the closing chunks, and close the file (on the writer
+ * thread: a file-size limit's SIGXFSZ never reaches a program thread). Returns 0 or TALLY_EIO. */
+int tally__file_close(const tally__stats_chunk *st, tally__close_result *res);
 /* From a signal handler: write what can be written without blocking. */
 void tally__file_emergency_flush(void);
-/* Write out all full buffers and partial buffers now (tally__flush_all). */
-void tally__flush_now(void);
-/* After fork, in the child: forget the parent's file and writer thread. */
-void tally__file_forget(void);
+/* In a forked child: forget the parent's file and writer thread. */
+void tally__writer_after_fork(void);
+/* The writer's errno of the open file (0 = fine). */
+int tally__file_errno(void);
 
 /* ---- session (session.c) --------------------------------------------------------------------- */
 
@@ -172,8 +220,16 @@ enum {
     TALLY__GATE_OFF = 0,    /* no session: calls are counted as calls outside */
     TALLY__GATE_ON = 1,     /* recording */
     TALLY__GATE_CLOSED = 2, /* a session runs, outside its active window: nothing to do */
-    TALLY__GATE_TIMER = 3   /* timer-only mode: dataloader ranges are timed */
+    TALLY__GATE_TIMER = 3,  /* timer-only mode: dataloader ranges are timed */
+    TALLY__GATE_FORKED = 4, /* a forked child whose session has not resumed: the first call
+                               starts its own writer and file (tally__fork_resume) */
+    TALLY__GATE_FAILED = 5  /* the window's file could not be written (disk full, file-size
+                               limit): calls are counted as lost until the window ends */
 };
+
+/* In a forked child, at its first tally call: the session goes on in a file of its own. Returns
+ * the gate now in force. */
+int tally__fork_resume(void);
 
 typedef struct tally__session {
     _Atomic int running;    /* started, not stopped */
@@ -207,12 +263,17 @@ extern tally__ident_t tally__ident;
 /* Step records on the calling thread (api.c); with_value: a VALUE(samples) record first. */
 void tally__rec_step(unsigned type, int64_t step, uint64_t samples, int with_value);
 
+/* The writer saw an outermost dataloader range end at tick end_tick after ns: add it to the
+ * reader cost of the step it ended in. */
+void tally__perf_add_reader(uint64_t end_tick, int64_t ns);
+
 uint64_t tally__dropped_total(void);
 uint64_t tally__open_depth_total(void);
 uint64_t tally__outside_total(void);
 void tally__outside_call(void);
 
-/* ---- timer-only mode (timer.c) --------------------------------------------------------------- */
+/* ---- the Perf Summary (perf_summary.c) --------------------------------------------------------
+ */
 
 typedef struct tally__perf_step {
     int64_t batch_ns;  /* step duration */

@@ -9,6 +9,7 @@
  */
 #include "record/internal.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -114,8 +115,11 @@ void tally__print_window_summary(FILE *f, const tally_window *w)
     if (w->dropped)
         fprintf(f, ", %llu dropped at the memory cap (raise TALLY_MEMORY_CAP)",
                 (unsigned long long)w->dropped);
+    if (w->lost || w->io_errno)
+        fprintf(f, ", %llu lost (the file could not be written: %s)", (unsigned long long)w->lost,
+                strerror(w->io_errno ? w->io_errno : EIO));
     fputc('\n', f);
     if (steps)
-        tally__perf_print(f, &p, tally__ident.samples_unit[0] ? tally__ident.samples_unit
-                                                              : "samples");
+        tally__perf_print(f, &p,
+                          tally__ident.samples_unit[0] ? tally__ident.samples_unit : "samples");
 }

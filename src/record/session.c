@@ -1,15 +1,26 @@
 /*
  * session.c — tally_start/tally_stop/tally_step: the session, the schedule's windows, one .tally
- * file per active window, the trace-ready callback, timer-only mode, and the flushes at exit and
- * on SIGINT/SIGTERM.
+ * file per active window, the trace-ready callback, the per-step figures of the summary, and
+ * what happens at exit, on SIGINT/SIGTERM and in a forked child.
  *
  * Steps are numbered from 0 at tally_start. tally_step(samples) closes step N and opens N+1;
  * inside a window each boundary is a STEP_END/STEP_BEGIN record pair on the calling thread, which
  * the reader turns into "ProfilerStep#N" spans. A window opens when a step's state becomes
  * RECORD (or RECORD_AND_RETURN) and closes after its RECORD_AND_RETURN step or at stop; closing
- * writes everything out, closes the file and then calls on_trace_ready with the finished file.
+ * has the writer write everything out and close the file, then calls on_trace_ready with the
+ * finished file. What the program pays at a window's end is the writer catching up with what
+ * was recorded, never a reading of the trace.
  *
- * Step, start and stop serialise on one mutex; the hot path never touches it.
+ * Each step's duration, sample count and reader cost (time in dataloader ranges, accounted by
+ * the writer as it writes, or timed on the hot path in timer-only mode) are kept here, so that
+ * the summary printed at a window's end comes from counters.
+ *
+ * fork: the child keeps none of the parent's records or buffers and does not touch its file. Its
+ * session goes on at its first tally call (tally__fork_resume): a writer of its own, a file of its
+ * own named again with the child's pid. A child that only execs never creates a file.
+ *
+ * Step, start and stop serialise on one mutex; the hot path never touches it. The writer thread
+ * never takes it (program threads wait for the writer while holding it).
  */
 #include "record/internal.h"
 #include "record/recorder.h"
@@ -18,6 +29,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,8 +45,10 @@ tally__ident_t tally__ident;
 static struct {
     pthread_mutex_t lock;
     tally_config cfg;
-    char base[PATH_MAX - 16]; /* output_dir/expanded name */
-    int multi;                /* one file per window: base-wN.tally */
+    char pattern[PATH_MAX / 2]; /* the name pattern (TALLY_NAME), kept for a forked child */
+    char dir[PATH_MAX / 2];     /* the output directory */
+    char base[PATH_MAX - 16];   /* dir/expanded name */
+    int multi;                  /* one file per window: base-wN.tally */
 
     int64_t step; /* the open step */
     int state;    /* its schedule state */
@@ -42,63 +56,67 @@ static struct {
     int window_index;
     int64_t window_first_step;
     int any_step_closed;
-    char path[PATH_MAX];
-    char base_path[PATH_MAX - 16];
-    uint64_t w_dropped0, w_bad_pops0, w_bad_ends0, w_steps;
-    uint64_t dropped0; /* at session start */
+    char path[PATH_MAX]; /* the open window's file */
+    uint64_t w_bad_pops0, w_bad_ends0, w_steps;
+    uint64_t dropped0, lost0; /* at session start */
+    int io_failed;            /* a window's file could not be written whole */
 
-    /* timer-only mode */
-    int64_t last_step_ns;
-    tally__perf_step *perf;
-    int nperf, cap_perf;
+    /* forked child: the session resumes at the child's first call */
+    int resume_window; /* the parent had a window open */
+    int forked;        /* this process is a forked child of the one that started the session */
 
-    int hooks; /* atexit and signal handlers installed */
+    int hooks; /* atexit and fork handlers installed */
 } S = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* Per-step figures: entry i is step perf_first + i. Under P.lock (the writer adds reader cost;
+ * it must never wait for S.lock). */
+static struct {
+    pthread_mutex_t lock;
+    tally__perf_step *steps;
+    uint64_t *end_ticks; /* tick at which each step closed */
+    int64_t n, cap;
+    int64_t first;       /* the step number of entry 0 */
+    uint64_t last_ticks; /* when the open step began */
+} P = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static struct sigaction old_int, old_term;
 static _Atomic int sig_flushed;
 
 #define GATE_SET(v) __atomic_store_n(&tally__recording, (v), __ATOMIC_RELAXED)
+#define GATE()      __atomic_load_n(&tally__recording, __ATOMIC_RELAXED)
+
+static uint64_t sum_threads(size_t field)
+{
+    uint64_t d = 0;
+    TALLY__FOR_EACH_THREAD(ts)
+    d += atomic_load_explicit((_Atomic uint64_t *)((char *)ts + field), RLX);
+    return d;
+}
 
 uint64_t tally__dropped_total(void)
 {
-    uint64_t d = atomic_load(&tally__sess.dropped_nothread);
-    uint32_t nt = atomic_load(&tally__nthreads);
-    if (nt > TALLY__MAX_THREADS)
-        nt = TALLY__MAX_THREADS;
-    for (uint32_t i = 0; i < nt; i++) {
-        tally__tstate *ts = atomic_load(&tally__threads[i]);
-        if (ts)
-            d += atomic_load_explicit(&ts->dropped, RLX);
-    }
-    return d;
+    return atomic_load(&tally__sess.dropped_nothread) +
+           sum_threads(offsetof(tally__tstate, dropped));
+}
+
+static uint64_t lost_total(void)
+{
+    return sum_threads(offsetof(tally__tstate, lost));
+}
+
+uint64_t tally__outside_total(void)
+{
+    return atomic_load(&tally__sess.calls_outside) + sum_threads(offsetof(tally__tstate, outside));
 }
 
 uint64_t tally__open_depth_total(void)
 {
     uint64_t d = 0;
     uint32_t ep = atomic_load(&tally__sess.epoch);
-    uint32_t nt = atomic_load(&tally__nthreads);
-    if (nt > TALLY__MAX_THREADS)
-        nt = TALLY__MAX_THREADS;
-    for (uint32_t i = 0; i < nt; i++) {
-        tally__tstate *ts = atomic_load(&tally__threads[i]);
-        if (ts && atomic_load_explicit(&ts->epoch, RLX) == ep)
+    TALLY__FOR_EACH_THREAD(ts)
+    {
+        if (atomic_load_explicit(&ts->epoch, RLX) == ep)
             d += atomic_load_explicit(&ts->depth, RLX);
-    }
-    return d;
-}
-
-uint64_t tally__outside_total(void)
-{
-    uint64_t d = atomic_load(&tally__sess.calls_outside);
-    uint32_t nt = atomic_load(&tally__nthreads);
-    if (nt > TALLY__MAX_THREADS)
-        nt = TALLY__MAX_THREADS;
-    for (uint32_t i = 0; i < nt; i++) {
-        tally__tstate *ts = atomic_load(&tally__threads[i]);
-        if (ts)
-            d += atomic_load_explicit(&ts->outside, RLX);
     }
     return d;
 }
@@ -193,6 +211,94 @@ int tally__expand_name(const char *pat, char *out, size_t cap)
     return 0;
 }
 
+/* The session's counters, at start and in a forked child. */
+static void reset_counts(void)
+{
+    atomic_store(&tally__sess.records, 0);
+    atomic_store(&tally__sess.buffers, 0);
+    atomic_store(&tally__sess.bad_pops, 0);
+    atomic_store(&tally__sess.bad_ends, 0);
+    atomic_store(&tally__sess.unclosed, 0);
+    atomic_store(&tally__sess.steps, 0);
+}
+
+/* ---- per-step figures ------------------------------------------------------------------------ */
+
+static void perf_reset(int64_t first_step)
+{
+    pthread_mutex_lock(&P.lock);
+    P.n = 0;
+    P.first = first_step;
+    P.last_ticks = tally__ticks();
+    atomic_store(&tally__sess.tm_reader_ns, 0);
+    pthread_mutex_unlock(&P.lock);
+}
+
+/* The open step closed now: its duration, the reader cost gathered for it, its samples. */
+static void note_step(uint64_t samples)
+{
+    uint64_t now = tally__ticks();
+    pthread_mutex_lock(&P.lock);
+    if (P.n == P.cap) {
+        int64_t ncap = P.cap ? P.cap * 2 : 256;
+        void *a = realloc(P.steps, (size_t)ncap * sizeof *P.steps);
+        if (a)
+            P.steps = a;
+        void *b = realloc(P.end_ticks, (size_t)ncap * sizeof *P.end_ticks);
+        if (b)
+            P.end_ticks = b;
+        if (a && b)
+            P.cap = ncap;
+    }
+    int64_t reader = atomic_exchange(&tally__sess.tm_reader_ns, 0);
+    if (P.n < P.cap) {
+        tally__perf_step *ps = &P.steps[P.n];
+        ps->batch_ns = tally__ticks_to_ns(now) - tally__ticks_to_ns(P.last_ticks);
+        ps->reader_ns = reader;
+        ps->samples = samples;
+        P.end_ticks[P.n++] = now;
+    }
+    P.last_ticks = now;
+    pthread_mutex_unlock(&P.lock);
+}
+
+void tally__perf_add_reader(uint64_t end_tick, int64_t ns)
+{
+    pthread_mutex_lock(&P.lock);
+    /* the first step that closed at or after end_tick; none: the open step */
+    int64_t lo = 0, hi = P.n;
+    uint64_t t = end_tick & TALLY__TS_MASK;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if ((P.end_ticks[mid] & TALLY__TS_MASK) < t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < P.n)
+        P.steps[lo].reader_ns += ns;
+    else
+        atomic_fetch_add(&tally__sess.tm_reader_ns, ns);
+    pthread_mutex_unlock(&P.lock);
+}
+
+int tally__window_perf(const tally_window *w, tally__perf_summary *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!w || w->first_step < 0 || w->last_step < w->first_step)
+        return 0;
+    pthread_mutex_lock(&P.lock);
+    int64_t a = w->first_step - P.first, b = w->last_step + 1 - P.first;
+    if (a < 0)
+        a = 0;
+    if (b > P.n)
+        b = P.n;
+    if (a < b)
+        tally__perf_compute(P.steps + a, (int)(b - a), out);
+    pthread_mutex_unlock(&P.lock);
+    return out->steps;
+}
+
 /* ---- windows --------------------------------------------------------------------------------- */
 
 static void default_ready(const tally_window *w, void *user)
@@ -210,24 +316,30 @@ static void grace(void)
 static void open_window(int64_t step)
 {
     int idx = S.window_index;
+    char suffix[32] = "";
     if (S.multi)
-        snprintf(S.base_path, sizeof S.base_path, "%.*s-w%d", (int)sizeof S.base - 16, S.base, idx);
-    else
-        snprintf(S.base_path, sizeof S.base_path, "%s", S.base);
-    snprintf(S.path, sizeof S.path, "%s.tally", S.base_path);
-    if (tally__file_open(S.path, idx, step) != 0) {
+        snprintf(suffix, sizeof suffix, "-w%d", idx);
+    int err = 0;
+    if (tally__file_open(S.base, suffix, idx, step, S.path, sizeof S.path, &err) != 0) {
         if (!S.cfg.quiet)
-            fprintf(stderr, "tally: cannot write %s: %s\n", S.path, strerror(errno));
+            fprintf(stderr, "tally: cannot write %s%s.tally: %s; this window is not recorded\n",
+                    S.base, suffix, strerror(err));
+        S.io_failed = 1;
         return;
     }
-    /* ranges open before the window: their pops are straddlers, not errors */
-    int straddle = !(idx == 0 && step == 0);
+    /* ranges open before the window (or in the parent, before a fork): their pops are
+     * straddlers, not errors */
+    int straddle = S.forked || !(idx == 0 && step == 0);
     atomic_store(&tally__sess.straddle_now, straddle);
     /* threads reset their nesting when they see the new epoch (api.c: sync_epoch) */
     atomic_fetch_add(&tally__sess.epoch, 1);
     S.window_open = 1;
     S.window_first_step = step;
-    S.w_dropped0 = tally__dropped_total();
+    TALLY__FOR_EACH_THREAD(ts)
+    {
+        ts->dropped0 = atomic_load(&ts->dropped);
+        ts->lost0 = atomic_load(&ts->lost);
+    }
     S.w_bad_pops0 = atomic_load(&tally__sess.bad_pops);
     S.w_bad_ends0 = atomic_load(&tally__sess.bad_ends);
     S.w_steps = 0;
@@ -256,6 +368,18 @@ static void fire(ready_call *rc)
     rc->fn(&rc->w, rc->user);
 }
 
+static uint64_t window_delta(size_t field, size_t field0)
+{
+    uint64_t d = 0;
+    TALLY__FOR_EACH_THREAD(ts)
+    {
+        uint64_t now = atomic_load_explicit((_Atomic uint64_t *)((char *)ts + field), RLX);
+        uint64_t then = *(uint64_t *)((char *)ts + field0);
+        d += now >= then ? now - then : 0;
+    }
+    return d;
+}
+
 static void close_window(int64_t last_step, ready_call *out)
 {
     if (!S.window_open)
@@ -264,41 +388,51 @@ static void close_window(int64_t last_step, ready_call *out)
     GATE_SET(TALLY__GATE_CLOSED);
     grace();
     tally__stats_chunk st = {0};
-    st.dropped = tally__dropped_total() - S.w_dropped0;
+    st.dropped = window_delta(offsetof(tally__tstate, dropped), offsetof(tally__tstate, dropped0));
     st.bad_pops = atomic_load(&tally__sess.bad_pops) - S.w_bad_pops0;
     st.bad_ends = atomic_load(&tally__sess.bad_ends) - S.w_bad_ends0;
     st.calls_outside = tally__outside_total();
     st.unclosed = tally__open_depth_total();
     st.steps = S.w_steps;
     atomic_fetch_add(&tally__sess.unclosed, st.unclosed);
-    uint64_t records = 0;
-    int rc = tally__file_close(&st, &records);
-    atomic_fetch_add(&tally__sess.records, records);
+    tally__close_result res;
+    int rc = tally__file_close(&st, &res);
+    atomic_fetch_add(&tally__sess.records, res.records);
     S.window_open = 0;
     int idx = S.window_index++;
     if (rc != 0) {
+        S.io_failed = 1;
         if (!S.cfg.quiet)
-            fprintf(stderr, "tally: writing %s failed\n", S.path);
-        return;
+            fprintf(stderr,
+                    "tally: writing %s failed: %s; %llu records lost, the trace ends where "
+                    "writing stopped\n",
+                    S.path, strerror(res.io_errno ? res.io_errno : EIO),
+                    (unsigned long long)res.lost);
     }
     tally_window *w = &out->w;
     memset(w, 0, sizeof *w);
     w->index = idx;
     w->first_step = S.any_step_closed ? S.window_first_step : -1;
     w->last_step = S.any_step_closed ? last_step : -1;
-    w->records = records;
+    w->records = res.records;
     w->dropped = st.dropped;
+    w->lost = res.lost;
+    w->io_errno = res.io_errno;
     w->write = S.cfg.write;
     if (S.cfg.quiet)
         w->write &= ~(unsigned)TALLY_WRITE_SUMMARY;
+    if (rc != 0) /* no conversion of a file that is not whole */
+        w->write &= ~(unsigned)(TALLY_WRITE_JSON | TALLY_WRITE_JSON_GZ);
     snprintf(out->path, sizeof out->path, "%s", S.path);
-    snprintf(out->base_path, sizeof out->base_path, "%s", S.base_path);
+    size_t n = strlen(out->path);
+    snprintf(out->base_path, sizeof out->base_path, "%.*s", (int)(n > 6 ? n - 6 : n),
+             out->path); /* without ".tally" */
     out->fn = S.cfg.on_trace_ready ? S.cfg.on_trace_ready : default_ready;
     out->user = S.cfg.user;
     out->have = 1;
 }
 
-/* ---- signals and exit ------------------------------------------------------------------------ */
+/* ---- signals, exit, fork --------------------------------------------------------------------- */
 
 /* SIGINT/SIGTERM: write what is complete (async-signal-safe: no lock, no allocation), then
  * hand the signal to the program's own disposition. Recording goes on: if the program's handler
@@ -321,18 +455,68 @@ static void at_exit(void)
 
 static void remove_signals(void);
 
-/* A forked child (data-loading workers) does not record into its parent's file: its session
- * ends silently and its calls count as calls outside. */
+/* In the child (only the forking thread exists): forget the parent's file, writer, buffers and
+ * records; the session resumes at the child's first call. */
 static void after_fork_child(void)
 {
-    GATE_SET(TALLY__GATE_OFF);
-    atomic_store(&tally__sess.running, 0);
-    atomic_store(&tally__sess.timer, 0);
     pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
     S.lock = m;
+    P.lock = m;
+    tally__writer_after_fork();
+    tally__threads_after_fork();
+    int gate = GATE();
+    if (!atomic_load(&tally__sess.running))
+        return;
+    reset_counts();
+    atomic_store(&tally__sess.calls_outside, 0);
+    atomic_store(&tally__sess.straddle_now, 1);
+    atomic_fetch_add(&tally__sess.epoch, 1);
+    S.dropped0 = S.lost0 = 0;
+    S.io_failed = 0;
+    S.any_step_closed = 0;
+    perf_reset(S.step);
+    if (gate == TALLY__GATE_TIMER)
+        return; /* timer-only: the child times its own steps */
+    S.resume_window = S.window_open;
+    S.forked = 1;
     S.window_open = 0;
-    tally__file_forget();
-    remove_signals();
+    S.window_index = 0;
+    GATE_SET(TALLY__GATE_FORKED);
+}
+
+/* The child's own base name: the pattern expanded again (a new {pid}); when the pattern has no
+ * {pid}, the parent's name with "-<pid>" added. */
+static void child_base(void)
+{
+    char name[PATH_MAX / 2];
+    char parent[sizeof S.base];
+    snprintf(parent, sizeof parent, "%s", S.base);
+    if (tally__expand_name(S.pattern, name, sizeof name) != 0 ||
+        snprintf(S.base, sizeof S.base, "%s/%s", S.dir, name) >= (int)sizeof S.base ||
+        strcmp(S.base, parent) == 0)
+        snprintf(S.base, sizeof S.base, "%.*s-%lld", (int)sizeof parent - 24, parent,
+                 (long long)getpid());
+}
+
+int tally__fork_resume(void)
+{
+    int saved = errno;
+    pthread_mutex_lock(&S.lock);
+    if (GATE() == TALLY__GATE_FORKED) {
+        tally__ident.pid = (int64_t)getpid();
+        child_base();
+        GATE_SET(TALLY__GATE_CLOSED);
+        if (tally__writer_start(S.cfg.flush_ms) != 0) {
+            /* no writer: the child does not record */
+        } else if (S.resume_window) {
+            S.any_step_closed = 0;
+            open_window(S.step);
+        }
+    }
+    int g = GATE();
+    pthread_mutex_unlock(&S.lock);
+    errno = saved;
+    return g;
 }
 
 static void install_hooks(void)
@@ -386,9 +570,8 @@ static int ensure_dir(const char *dir)
     return access(dir, W_OK) == 0 ? 0 : -1;
 }
 
-static int start_locked(const tally_config *cfg, int injected)
+static int start_locked(const tally_config *cfg)
 {
-    (void)injected;
     if (atomic_load(&tally__sess.running))
         return TALLY_ESTATE;
     tally__clock_init();
@@ -411,27 +594,28 @@ static int start_locked(const tally_config *cfg, int injected)
             return TALLY_EIO;
         }
         char name[PATH_MAX / 2];
-        if (tally__expand_name(c.name, name, sizeof name) != 0)
-            return TALLY_EINVAL;
-        if (snprintf(S.base, sizeof S.base, "%s/%s", c.output_dir, name) >= (int)sizeof S.base)
+        if (tally__expand_name(c.name, name, sizeof name) != 0 ||
+            snprintf(S.base, sizeof S.base, "%s/%s", c.output_dir, name) >= (int)sizeof S.base ||
+            snprintf(S.pattern, sizeof S.pattern, "%s", c.name) >= (int)sizeof S.pattern ||
+            snprintf(S.dir, sizeof S.dir, "%s", c.output_dir) >= (int)sizeof S.dir)
             return TALLY_EINVAL;
     }
     S.cfg = c;
+    /* the config's strings may not outlive this call: keep our copies */
+    S.cfg.output_dir = S.dir;
+    S.cfg.name = S.pattern;
     S.multi = c.active > 0 && c.repeat != 1;
     S.step = 0;
     S.window_open = 0;
     S.window_index = 0;
     S.any_step_closed = 0;
-    S.nperf = 0;
-    S.last_step_ns = tally__mono_ns();
-    atomic_store(&tally__sess.records, 0);
-    atomic_store(&tally__sess.buffers, 0);
-    atomic_store(&tally__sess.bad_pops, 0);
-    atomic_store(&tally__sess.bad_ends, 0);
-    atomic_store(&tally__sess.unclosed, 0);
-    atomic_store(&tally__sess.steps, 0);
-    atomic_store(&tally__sess.tm_reader_ns, 0);
+    S.io_failed = 0;
+    S.resume_window = 0;
+    S.forked = 0;
+    reset_counts();
     S.dropped0 = tally__dropped_total();
+    S.lost0 = lost_total();
+    perf_reset(0);
 
     if (c.timer_only) {
         atomic_store(&tally__sess.timer, 1);
@@ -444,7 +628,7 @@ static int start_locked(const tally_config *cfg, int injected)
     rc = tally__pool_init(c.memory_cap, c.buffer_size);
     if (rc != 0)
         return rc;
-    rc = tally__writer_start();
+    rc = tally__writer_start(c.flush_ms);
     if (rc != 0)
         return rc;
     atomic_store(&tally__sess.running, 1);
@@ -458,7 +642,7 @@ static int start_locked(const tally_config *cfg, int injected)
             atomic_store(&tally__sess.running, 0);
             GATE_SET(TALLY__GATE_OFF);
             tally__writer_stop();
-            tally__pool_free();
+            tally__pool_release();
             remove_signals();
             return TALLY_EIO;
         }
@@ -470,7 +654,7 @@ TALLY_API int tally_start(const tally_config *cfg)
 {
     int saved = errno;
     pthread_mutex_lock(&S.lock);
-    int rc = start_locked(cfg, 0);
+    int rc = start_locked(cfg);
     pthread_mutex_unlock(&S.lock);
     if (rc == 0 && !atomic_load(&tally__sess.timer))
         tally__collect_start(); /* outside the lock: CUPTI calls back into the recorder */
@@ -482,7 +666,7 @@ int tally__start_injected(void)
 {
     int saved = errno;
     pthread_mutex_lock(&S.lock);
-    int rc = start_locked(NULL, 1);
+    int rc = start_locked(NULL);
     pthread_mutex_unlock(&S.lock);
     errno = saved;
     return rc;
@@ -493,43 +677,6 @@ TALLY_API int tally_running(void)
     return atomic_load(&tally__sess.running);
 }
 
-/* One entry per closed step, in every mode: its duration, the time spent in dataloader ranges
- * during it (timer-only mode: timed on the hot path) and its sample count. Entry i is step i. */
-static void note_step(uint64_t samples)
-{
-    int64_t now = tally__mono_ns();
-    if (S.nperf == S.cap_perf) {
-        int ncap = S.cap_perf ? S.cap_perf * 2 : 256;
-        void *p = realloc(S.perf, (size_t)ncap * sizeof *S.perf);
-        if (!p) {
-            S.last_step_ns = now;
-            return;
-        }
-        S.perf = p;
-        S.cap_perf = ncap;
-    }
-    tally__perf_step *ps = &S.perf[S.nperf++];
-    ps->batch_ns = now - S.last_step_ns;
-    ps->reader_ns = atomic_exchange(&tally__sess.tm_reader_ns, 0);
-    ps->samples = samples;
-    S.last_step_ns = now;
-}
-
-int tally__window_perf(const tally_window *w, tally__perf_summary *out)
-{
-    memset(out, 0, sizeof *out);
-    if (!w || w->first_step < 0 || w->last_step < w->first_step)
-        return 0;
-    pthread_mutex_lock(&S.lock);
-    int64_t a = w->first_step, b = w->last_step + 1;
-    if (b > S.nperf)
-        b = S.nperf;
-    if (a < b)
-        tally__perf_compute(S.perf + a, (int)(b - a), out);
-    pthread_mutex_unlock(&S.lock);
-    return out->steps;
-}
-
 TALLY_API void tally_step(uint64_t samples)
 {
     int saved = errno;
@@ -537,6 +684,8 @@ TALLY_API void tally_step(uint64_t samples)
         tally__outside_call();
         return;
     }
+    if (GATE() == TALLY__GATE_FORKED)
+        tally__fork_resume();
     pthread_mutex_lock(&S.lock);
     if (!atomic_load(&tally__sess.running)) {
         pthread_mutex_unlock(&S.lock);
@@ -592,11 +741,18 @@ TALLY_API int tally_stop(void)
         GATE_SET(TALLY__GATE_OFF);
         atomic_store(&tally__sess.running, 0);
         atomic_store(&tally__sess.timer, 0);
-        if (!S.cfg.quiet) {
-            tally__perf_summary p;
-            tally__perf_compute(S.perf, S.nperf, &p);
+        tally__perf_summary p;
+        memset(&p, 0, sizeof p);
+        pthread_mutex_lock(&P.lock);
+        tally__perf_compute(P.steps, (int)P.n, &p);
+        pthread_mutex_unlock(&P.lock);
+        /* a forked child that closed no step of its own has nothing to say */
+        if (!S.cfg.quiet && (p.steps || P.first == 0))
             tally__perf_print(stderr, &p, S.cfg.samples_unit);
-        }
+    } else if (GATE() == TALLY__GATE_FORKED) {
+        /* a forked child that never called tally: no file, nothing to say */
+        GATE_SET(TALLY__GATE_OFF);
+        atomic_store(&tally__sess.running, 0);
     } else {
         if (S.window_open) {
             tally__rec_step(TALLY__R_STEP_STOP, S.step, 0, 0);
@@ -606,8 +762,10 @@ TALLY_API int tally_stop(void)
         atomic_store(&tally__sess.running, 0);
         grace();
         tally__writer_stop();
-        tally__pool_free();
+        tally__pool_release();
         remove_signals();
+        if (S.io_failed)
+            rc = TALLY_EIO;
     }
     pthread_mutex_unlock(&S.lock);
     fire(&ready);
@@ -628,4 +786,5 @@ TALLY_API void tally_get_stats(tally_stats *out)
     out->unclosed = atomic_load(&tally__sess.unclosed);
     out->steps = atomic_load(&tally__sess.steps);
     out->buffers_written = atomic_load(&tally__sess.buffers);
+    out->lost = lost_total() - S.lost0;
 }

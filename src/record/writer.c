@@ -1,44 +1,45 @@
 /*
- * buffer.c — per-thread state, the buffer pool, the writer thread and the .tally file.
+ * writer.c — the writer thread and the .tally file.
  *
- * The pool is a fixed array of buffer descriptors (memory cap / buffer size of them), each with
- * an atomic state: EMPTY (no memory yet) -> OWNED by a thread -> FULL (handed to the writer) ->
- * WRITING -> FREE -> OWNED ... A thread whose buffer is full hands it over with a release store
- * of FULL and takes a FREE one with a compare-and-swap: no lock. When no buffer is FREE and the
- * cap allows no new one, the thread's records are dropped and counted until one comes back.
- * The writer keeps a few FREE buffers touched in advance (a first-touch page fault costs 5-15 us
- * on the project's VMs) and appends FULL buffers to the file while the program runs.
+ * One thread does every write to the file. It appends the buffers threads hand over as they
+ * fill, and every flush interval (TALLY_FLUSH_MS, 50 ms by default) it also appends what each
+ * thread has recorded since into its current buffer, so that a program killed by SIGKILL, a
+ * segfault or abort loses at most the last interval: the page cache holds everything written,
+ * whatever happens to the process. Opening and closing a window's file are requests that a
+ * program thread hands to the writer and waits for. Because the writer blocks every signal, a
+ * file-size limit (RLIMIT_FSIZE) gives it EFBIG and never kills the program with SIGXFSZ; any
+ * write error (ENOSPC, EFBIG, EIO) stops the recording cleanly: what could not be written is
+ * counted per thread as lost, and closing the file reports the system error.
  *
- * Every write to the file reserves its byte range with an atomic add on the file offset and
- * writes it with pwrite, so the writer thread, a window closer and a signal handler never mix
- * their bytes; a chunk cut short by a crash is the file's end for the reader.
+ * Each thread's records reach the file in the order they were made: the writer writes a
+ * thread's current buffer only when none of its full buffers waits to be written, and writes
+ * full buffers sorted by thread and sequence. That order lets the writer account, as it goes,
+ * for the time spent in dataloader ranges (the reader cost of the summary the program prints at
+ * stop), with no work on the recording path.
  *
- * Call-site strings are interned when a buffer is written: the writer scans the records for
+ * Every write reserves its byte range with an atomic add on the file offset and writes it with
+ * pwrite, so a signal handler's emergency flush never mixes its bytes with the writer's; a chunk
+ * cut short by a crash is read up to its last complete record.
+ *
+ * Call-site strings are interned as buffers are written: the writer scans the records for
  * call-site pointers it has not written to this file yet and puts a STRINGS chunk before the
- * EVENTS chunk that needs it.
+ * EVENTS chunk that needs them.
  */
 #include "record/internal.h"
 #include "record/recorder.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/syscall.h>
+#include <sys/resource.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
 #define RLX memory_order_relaxed
-
-TALLY__TLS tally__tstate *tally__self;
-_Atomic(tally__tstate *) tally__threads[TALLY__MAX_THREADS];
-_Atomic uint32_t tally__nthreads;
-static TALLY__TLS int tstate_failed;
-static pthread_key_t tstate_key;
-static pthread_once_t tstate_key_once = PTHREAD_ONCE_INIT;
 
 /* ---- byte builder ---------------------------------------------------------------------------- */
 
@@ -87,10 +88,13 @@ static void bb_pad8(bb *b)
 
 /* ---- call-site set --------------------------------------------------------------------------- */
 
+/* The call sites already written to the file: an open-addressing set in front of which a small
+ * direct-mapped cache answers the common case (a few hot call sites) without hashing. */
 typedef struct locset {
     uint64_t *k;
     size_t cap, n;
     int fixed;
+    uint64_t recent[64];
 } locset;
 
 static inline size_t loc_hash(uint64_t x, size_t cap)
@@ -104,6 +108,9 @@ static inline size_t loc_hash(uint64_t x, size_t cap)
 /* 1 if id was added now, 0 if it was there (or the set is full). */
 static int locset_add(locset *s, uint64_t id)
 {
+    uint64_t *r = &s->recent[(id >> 4) & 63];
+    if (*r == id)
+        return 0;
     if (!s->fixed && (s->n + 1) * 2 > s->cap) {
         size_t ncap = s->cap ? s->cap * 2 : 1024;
         uint64_t *nk = calloc(ncap, sizeof *nk);
@@ -124,12 +131,15 @@ static int locset_add(locset *s, uint64_t id)
         return 1; /* full: write the string again (duplicates are harmless) */
     size_t h = loc_hash(id, s->cap);
     while (s->k[h]) {
-        if (s->k[h] == id)
+        if (s->k[h] == id) {
+            *r = id;
             return 0;
+        }
         h = (h + 1) & (s->cap - 1);
     }
     s->k[h] = id;
     s->n++;
+    *r = id;
     return 1;
 }
 
@@ -137,35 +147,43 @@ static void locset_clear(locset *s)
 {
     if (s->k)
         memset(s->k, 0, s->cap * sizeof *s->k);
+    memset(s->recent, 0, sizeof s->recent);
     s->n = 0;
 }
 
 /* ---- writer state ---------------------------------------------------------------------------- */
 
-typedef struct pool {
-    tally__buf *bufs;
-    uint32_t nbufs;
-    size_t bufsize; /* bytes */
-    uint32_t nrec;  /* records per buffer */
-    struct pool *old;
-} pool;
+/* Per thread slot, in the order its records were made: the outermost open dataloader range. */
+typedef struct thread_acct {
+    int64_t tid;
+    uint32_t depth;    /* open push ranges */
+    uint32_t dl_level; /* depth + 1 at which the outermost open dataloader range was pushed */
+    uint64_t dl_t0;    /* its start, ticks */
+} thread_acct;
+
+typedef int (*request_fn)(void *arg);
 
 static struct {
-    pool *pool;
-    _Atomic uint32_t hint;
+    pthread_mutex_t lock; /* the fields up to `thread` */
+    pthread_cond_t wake;  /* the writer waits here */
+    pthread_cond_t done;  /* requesters wait here */
+    int running, stop, kicked;
+    int flush_ms;
+    request_fn req_fn;
+    void *req_arg;
+    int req_rc;
+    uint64_t req_seq, done_seq;
+    pthread_t thread;
 
+    /* the open file (writer thread; fd and off are also read by the emergency flush) */
     _Atomic int fd;
     _Atomic uint64_t off;
-    _Atomic uint64_t file_records, file_buffers;
-
-    pthread_mutex_t wlock; /* file writes by the writer and closers; the call-site set */
+    _Atomic int io_errno; /* the first write error of the file, 0 = none */
+    uint64_t fsize_max;   /* RLIMIT_FSIZE when the file was opened */
+    _Atomic uint64_t file_records, file_buffers, file_lost;
     locset set;
     bb scratch;
-
-    pthread_mutex_t qlock;
-    pthread_cond_t qcond;
-    int stop, kicked, running;
-    pthread_t thread;
+    thread_acct accts[TALLY__MAX_THREADS];
 
     /* names of OS threads given by tid (NVTX), and device properties */
     pthread_mutex_t mlock;
@@ -178,10 +196,10 @@ static struct {
     char (*dev_names)[128];
     size_t ndevs;
 } W = {
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+    .wake = PTHREAD_COND_INITIALIZER,
+    .done = PTHREAD_COND_INITIALIZER,
     .fd = -1,
-    .wlock = PTHREAD_MUTEX_INITIALIZER,
-    .qlock = PTHREAD_MUTEX_INITIALIZER,
-    .qcond = PTHREAD_COND_INITIALIZER,
     .mlock = PTHREAD_MUTEX_INITIALIZER,
 };
 
@@ -189,293 +207,31 @@ static struct {
 static uint64_t sig_keys[8192];
 static char sig_scratch[1 << 20];
 
-/* ---- thread states --------------------------------------------------------------------------- */
-
-static void release_thread_buffer(tally__tstate *ts, int hand_off);
-
-/* States of exited threads are reused by new threads (same slot, so handles stay unique: the
- * handle sequence and the run sequence go on; the EVENTS headers carry the new tid). */
-static pthread_mutex_t free_lock = PTHREAD_MUTEX_INITIALIZER;
-static tally__tstate *free_states;
-
-static void tstate_exit(void *p)
+int tally__file_errno(void)
 {
-    tally__tstate *ts = p;
-    if (!ts)
-        return;
-    tally__spin_lock(&ts->slow_lock);
-    release_thread_buffer(ts, 1);
-    ts->name[0] = 0;
-    tally__spin_unlock(&ts->slow_lock);
-    tally__writer_kick();
-    tally__self = NULL;
-    pthread_mutex_lock(&free_lock);
-    ts->next_free = free_states;
-    free_states = ts;
-    pthread_mutex_unlock(&free_lock);
+    return atomic_load(&W.io_errno);
 }
 
-static tally__tstate *reuse_state(void)
-{
-    pthread_mutex_lock(&free_lock);
-    tally__tstate *ts = free_states;
-    if (ts)
-        free_states = ts->next_free;
-    pthread_mutex_unlock(&free_lock);
-    if (!ts)
-        return NULL;
-    tally__spin_lock(&ts->slow_lock);
-    ts->tid = (int64_t)syscall(SYS_gettid);
-    ts->name[0] = 0;
-    ts->next_free = NULL;
-    tally__spin_unlock(&ts->slow_lock);
-    atomic_store_explicit(&ts->depth, 0, RLX);
-    ts->dmask = 0;
-    ts->pending_pops = 0; /* the exited thread's: counted as dropped already */
-    ts->in_slow = 0;
-    ts->drop_backoff = 0;
-    ts->tm_depth = 0;
-    ts->straddle = atomic_load(&tally__sess.straddle_now);
-    atomic_store(&ts->epoch, atomic_load(&tally__sess.epoch));
-    return ts;
-}
+/* ---- bytes to the file ----------------------------------------------------------------------- */
 
-static void make_key(void)
-{
-    pthread_key_create(&tstate_key, tstate_exit);
-}
-
-tally__tstate *tally__tstate_create(void)
-{
-    if (tally__self)
-        return tally__self;
-    if (tstate_failed)
-        return NULL;
-    int saved = errno;
-    tstate_failed = 1; /* also the recursion guard while we allocate */
-    tally__tstate *ts = reuse_state();
-    if (ts)
-        goto publish;
-    uint32_t slot = atomic_fetch_add(&tally__nthreads, 1) + 1;
-    if (slot > TALLY__MAX_THREADS) {
-        atomic_fetch_add_explicit(&tally__sess.dropped_nothread, 1, RLX);
-        goto out;
-    }
-    if (posix_memalign((void **)&ts, 64, sizeof *ts) != 0) {
-        ts = NULL;
-        goto out;
-    }
-    memset(ts, 0, sizeof *ts);
-    ts->slot = slot;
-    ts->tid = (int64_t)syscall(SYS_gettid);
-    ts->straddle = atomic_load(&tally__sess.straddle_now);
-    atomic_store(&ts->epoch, atomic_load(&tally__sess.epoch));
-    atomic_store_explicit(&tally__threads[slot - 1], ts, memory_order_release);
-publish:
-    pthread_once(&tstate_key_once, make_key);
-    pthread_setspecific(tstate_key, ts);
-    tally__self = ts;
-    tstate_failed = 0;
-out:
-    errno = saved;
-    return ts;
-}
-
-/* ---- pool ------------------------------------------------------------------------------------ */
-
-static void touch(void *p, size_t n)
-{
-    volatile char *c = p;
-    for (size_t i = 0; i < n; i += 4096)
-        c[i] = 0;
-}
-
-static int buf_alloc_mem(tally__buf *b, size_t size)
-{
-    if (b->mem)
-        return 0;
-    void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED)
-        return -1;
-    touch(m, size);
-    b->mem = m;
-    return 0;
-}
-
-int tally__pool_init(size_t cap, size_t buffer_size)
-{
-    buffer_size = (buffer_size + 4095) & ~(size_t)4095;
-    if (buffer_size < 4096)
-        buffer_size = 4096;
-    uint32_t n = (uint32_t)(cap / buffer_size);
-    if (n < 1)
-        n = 1;
-    if (n > (1u << 20))
-        n = 1u << 20;
-    pool *cur = W.pool;
-    if (cur && cur->bufsize == buffer_size && cur->nbufs == n)
-        return 0; /* reuse: buffers are FREE (or EMPTY) after the previous stop */
-    pool *p = calloc(1, sizeof *p);
-    if (!p)
-        return TALLY_ENOMEM;
-    p->bufs = calloc(n, sizeof *p->bufs);
-    if (!p->bufs) {
-        free(p);
-        return TALLY_ENOMEM;
-    }
-    p->nbufs = n;
-    p->bufsize = buffer_size;
-    p->nrec = (uint32_t)(buffer_size / sizeof(tally__rec));
-    /* An old pool's memory is kept: a thread that raced with stop may still hold a pointer. */
-    p->old = cur;
-    W.pool = p;
-    /* a few buffers ready before the first event */
-    for (uint32_t i = 0; i < n && i < 4; i++)
-        if (buf_alloc_mem(&p->bufs[i], buffer_size) == 0)
-            atomic_store(&p->bufs[i].state, TALLY__B_FREE);
-    return 0;
-}
-
-void tally__pool_free(void)
-{
-    /* Buffers stay mapped for the next session (see pool_init); threads let theirs go. */
-    uint32_t nt = atomic_load(&tally__nthreads);
-    if (nt > TALLY__MAX_THREADS)
-        nt = TALLY__MAX_THREADS;
-    for (uint32_t i = 0; i < nt; i++) {
-        tally__tstate *ts = atomic_load(&tally__threads[i]);
-        if (!ts)
-            continue;
-        tally__spin_lock(&ts->slow_lock);
-        release_thread_buffer(ts, 0);
-        tally__spin_unlock(&ts->slow_lock);
-    }
-    pool *p = W.pool;
-    if (p)
-        for (uint32_t i = 0; i < p->nbufs; i++) {
-            int s = atomic_load(&p->bufs[i].state);
-            if (s == TALLY__B_FULL || s == TALLY__B_OWNED)
-                atomic_store(&p->bufs[i].state, TALLY__B_FREE);
-        }
-}
-
-static tally__buf *acquire(void)
-{
-    pool *p = W.pool;
-    if (!p)
-        return NULL;
-    uint32_t n = p->nbufs, h = atomic_load_explicit(&W.hint, RLX) % n;
-    for (uint32_t k = 0; k < n; k++) {
-        tally__buf *b = &p->bufs[(h + k) % n];
-        int s = TALLY__B_FREE;
-        if (atomic_load_explicit(&b->state, RLX) == s &&
-            atomic_compare_exchange_strong(&b->state, &s, TALLY__B_OWNED)) {
-            atomic_store_explicit(&W.hint, (h + k + 1) % n, RLX);
-            return b;
-        }
-    }
-    for (uint32_t k = 0; k < n; k++) {
-        tally__buf *b = &p->bufs[k];
-        int s = TALLY__B_EMPTY;
-        if (atomic_load_explicit(&b->state, RLX) == s &&
-            atomic_compare_exchange_strong(&b->state, &s, TALLY__B_ALLOC)) {
-            if (buf_alloc_mem(b, p->bufsize) != 0) {
-                atomic_store(&b->state, TALLY__B_EMPTY);
-                return NULL;
-            }
-            atomic_store(&b->state, TALLY__B_OWNED);
-            return b;
-        }
-    }
-    return NULL;
-}
-
-/* Under ts->slow_lock: hand [fu, pos) to the writer (hand_off) or just let the buffer go. */
-static void release_thread_buffer(tally__tstate *ts, int hand_off)
-{
-    tally__buf *b = ts->buf;
-    if (!b)
-        return;
-    tally__rec *pos = atomic_load_explicit(&ts->pos, memory_order_acquire);
-    atomic_store_explicit(&ts->end, NULL, RLX);
-    atomic_store_explicit(&ts->pos, NULL, RLX);
-    if (hand_off && pos > ts->fu) {
-        b->slot = ts->slot;
-        b->tid = ts->tid;
-        b->seq = ts->chunk_seq++;
-        b->first_begin_seq = ts->fu_begin_seq;
-        b->from = (uint32_t)(ts->fu - ts->start);
-        b->to = (uint32_t)(pos - ts->start);
-        atomic_store_explicit(&b->state, TALLY__B_FULL, memory_order_release);
-    } else {
-        atomic_store_explicit(&b->state, TALLY__B_FREE, memory_order_release);
-    }
-    ts->buf = NULL;
-    ts->start = ts->fu = NULL;
-}
-
-tally__rec *tally__refill(tally__tstate *ts, uint32_t n)
-{
-    if (ts->in_slow) { /* re-entered from a signal handler */
-        atomic_store_explicit(&ts->dropped, atomic_load_explicit(&ts->dropped, RLX) + 1, RLX);
-        return NULL;
-    }
-    ts->in_slow = 1;
-    int saved = errno;
-    tally__rec *ret = NULL;
-    int handed = 0;
-    tally__spin_lock(&ts->slow_lock);
-    if (ts->buf) {
-        handed = atomic_load_explicit(&ts->pos, RLX) > ts->fu;
-        release_thread_buffer(ts, 1);
-    }
-    if (ts->drop_backoff) {
-        ts->drop_backoff--;
-    } else {
-        tally__buf *b = acquire();
-        pool *p = W.pool;
-        if (!b || !p) {
-            ts->drop_backoff = 64;
-        } else {
-            ts->buf = b;
-            ts->start = ts->fu = b->mem;
-            ts->fu_begin_seq = atomic_load_explicit(&ts->begin_seq, RLX);
-            tally__rec *pos = b->mem;
-            if (ts->pending_pops) {
-                uint64_t t = tally__ticks();
-                for (; ts->pending_pops && pos < b->mem + p->nrec / 2; ts->pending_pops--, pos++) {
-                    pos->w0 = TALLY__REC(TALLY__R_POP, t);
-                    pos->w1 = 1; /* late: counted as dropped when it was made */
-                }
-            }
-            atomic_store_explicit(&ts->pos, pos, memory_order_release);
-            atomic_store_explicit(&ts->end, b->mem + p->nrec, RLX);
-            if ((size_t)(b->mem + p->nrec - pos) >= n)
-                ret = pos;
-        }
-    }
-    tally__spin_unlock(&ts->slow_lock);
-    if (!ret)
-        atomic_store_explicit(&ts->dropped, atomic_load_explicit(&ts->dropped, RLX) + 1, RLX);
-    if (handed)
-        tally__writer_kick();
-    errno = saved;
-    ts->in_slow = 0;
-    return ret;
-}
-
-/* ---- chunks ---------------------------------------------------------------------------------- */
-
-/* Write len bytes as one reserved range; returns 0 or -1. Async-signal-safe. */
+/* Write the iovecs as one reserved byte range; 0, or -1 with the error in W.io_errno (the first
+ * error stops every later write of the file). Async-signal-safe. */
 static int put_bytes(const struct iovec *iov, int n)
 {
     int fd = atomic_load(&W.fd);
-    if (fd < 0)
+    if (fd < 0 || atomic_load(&W.io_errno))
         return -1;
     size_t total = 0;
     for (int i = 0; i < n; i++)
         total += iov[i].iov_len;
     off_t off = (off_t)atomic_fetch_add(&W.off, total);
+    if ((uint64_t)off + total > W.fsize_max) {
+        /* past the file-size limit: stop here rather than have the kernel send SIGXFSZ to a
+         * thread that may not block it (the emergency flush runs on the program's threads) */
+        int z = 0;
+        atomic_compare_exchange_strong(&W.io_errno, &z, EFBIG);
+        return -1;
+    }
     for (int i = 0; i < n; i++) {
         const char *p = iov[i].iov_base;
         size_t left = iov[i].iov_len;
@@ -483,8 +239,11 @@ static int put_bytes(const struct iovec *iov, int n)
             ssize_t w = pwrite(fd, p, left, off);
             if (w < 0 && errno == EINTR)
                 continue;
-            if (w <= 0)
+            if (w <= 0) {
+                int z = 0;
+                atomic_compare_exchange_strong(&W.io_errno, &z, w < 0 ? errno : ENOSPC);
                 return -1;
+            }
             p += w;
             left -= (size_t)w;
             off += w;
@@ -505,33 +264,50 @@ static size_t cstrlen(const char *s)
     return s ? strlen(s) : 0;
 }
 
-/*
- * Write records [r, r + n) of one thread as an EVENTS chunk, preceded by a STRINGS chunk for the
- * call sites not yet in set. Returns the number of BEGIN records (for handle numbering).
- * Async-signal-safe when set and scratch are fixed.
- */
-static uint64_t write_events(uint32_t slot, int64_t tid, uint64_t seq, uint64_t fbs,
-                             const tally__rec *r, size_t n, locset *set, bb *scratch)
+/* ---- events ---------------------------------------------------------------------------------- */
+
+/* What a scan of a run of records found. */
+typedef struct scan {
+    uint64_t records; /* records the program made through the API */
+    uint64_t begins;  /* BEGIN records (handle numbering) */
+} scan;
+
+/* Count the records of [r, r + n); with set: add a STRINGS entry to scratch for every call site
+ * not yet in set; with a: account for dataloader ranges. Async-signal-safe when set and scratch
+ * are fixed and a is NULL. */
+static scan scan_records(const tally__rec *r, size_t n, locset *set, bb *scratch, thread_acct *a)
 {
-    scratch->len = 0;
-    scratch->err = 0;
-    tally__chunk_header sh = {TALLY__CHUNK_STRINGS, 0, 0};
-    bb_put(scratch, &sh, sizeof sh);
-    uint64_t begins = 0, records = 0;
+    scan s = {0, 0};
+    unsigned pending_cat = 0; /* category of a STR NAME before a push with a copied name */
     for (size_t i = 0; i < n;) {
         const tally__rec *x = &r[i];
         unsigned t = TALLY__REC_TYPE(x);
         uint64_t slots = tally__rec_slots(x);
+        if (slots > n - i)
+            break; /* cannot happen with our own buffers; never read past them */
         /* records the program made through the API (not step boundaries, prefixes, late pops) */
         if (t != TALLY__R_STR && t != TALLY__R_VALUE && t != TALLY__R_STEP_BEGIN &&
             t != TALLY__R_STEP_END && t != TALLY__R_STEP_STOP && !(t == TALLY__R_POP && x->w1))
-            records++;
-        if (t == TALLY__R_BEGIN)
-            begins++;
-        if ((t == TALLY__R_PUSH || t == TALLY__R_BEGIN || t == TALLY__R_MARK ||
-             t == TALLY__R_COUNTER) &&
-            x->w1 && locset_add(set, x->w1)) {
+            s.records++;
+        switch (t) {
+        case TALLY__R_BEGIN:
+            s.begins++;
+            /* fall through */
+        case TALLY__R_PUSH:
+        case TALLY__R_MARK:
+        case TALLY__R_COUNTER: {
             const tally_srcloc *loc = (const tally_srcloc *)(uintptr_t)x->w1;
+            if (a && t == TALLY__R_PUSH) {
+                unsigned cat = loc ? loc->category : pending_cat;
+                if (cat == TALLY_DATALOADER && !a->dl_level) {
+                    a->dl_level = a->depth + 1;
+                    a->dl_t0 = x->w0 & TALLY__TS_MASK;
+                }
+                a->depth++;
+            }
+            pending_cat = 0;
+            if (!set || !loc || !locset_add(set, x->w1))
+                break;
             size_t nl = cstrlen(loc->name), fl = cstrlen(loc->file), gl = cstrlen(loc->function);
             if (nl > TALLY__STR_MAX)
                 nl = TALLY__STR_MAX;
@@ -549,9 +325,56 @@ static uint64_t write_events(uint32_t slot, int64_t tid, uint64_t seq, uint64_t 
             bb_pad8(scratch);
             if (scratch->err) /* no room (signal path): drop this entry, keep going */
                 scratch->len = mark, scratch->err = 0;
+            break;
+        }
+        case TALLY__R_POP:
+            if (a && a->depth) {
+                a->depth--;
+                if (a->dl_level && a->depth + 1 == a->dl_level) {
+                    uint64_t t1 = x->w0 & TALLY__TS_MASK;
+                    if (t1 > a->dl_t0)
+                        tally__perf_add_reader(t1, tally__ticks_to_ns(t1) -
+                                                       tally__ticks_to_ns(a->dl_t0));
+                    a->dl_level = 0;
+                }
+            }
+            break;
+        case TALLY__R_STR:
+            if (TALLY__STR_ROLE(x) == TALLY__STR_NAME)
+                pending_cat = TALLY__STR_CAT(x);
+            break;
+        default:
+            break;
         }
         i += slots;
     }
+    return s;
+}
+
+/* Write records [r, r + n) of one thread as an EVENTS chunk, preceded by a STRINGS chunk for the
+ * call sites not yet in set; after a write error, count them as lost instead. Returns the number
+ * of BEGIN records (for handle numbering). Async-signal-safe when set and scratch are fixed and
+ * a is NULL. */
+static uint64_t write_events(tally__tstate *ts, uint32_t slot, int64_t tid, uint64_t seq,
+                             uint64_t fbs, const tally__rec *r, size_t n, locset *set, bb *scratch,
+                             thread_acct *a)
+{
+    if (a && a->tid != tid) { /* a slot reused by a new thread: its nesting starts afresh */
+        memset(a, 0, sizeof *a);
+        a->tid = tid;
+    }
+    if (atomic_load(&W.io_errno)) {
+        scan s = scan_records(r, n, NULL, NULL, a);
+        atomic_fetch_add(&W.file_lost, s.records);
+        if (ts)
+            atomic_fetch_add_explicit(&ts->lost, s.records, RLX);
+        return s.begins;
+    }
+    scratch->len = 0;
+    scratch->err = 0;
+    tally__chunk_header sh = {TALLY__CHUNK_STRINGS, 0, 0};
+    bb_put(scratch, &sh, sizeof sh);
+    scan s = scan_records(r, n, set, scratch, a);
     tally__chunk_header *shp = (tally__chunk_header *)scratch->p;
     size_t slen = scratch->len - sizeof sh;
     shp->len = slen;
@@ -571,80 +394,125 @@ static uint64_t write_events(uint32_t slot, int64_t tid, uint64_t seq, uint64_t 
     iov[k].iov_base = (void *)r;
     iov[k++].iov_len = n * sizeof(tally__rec);
     if (put_bytes(iov, k) == 0) {
-        atomic_fetch_add(&W.file_records, records);
+        atomic_fetch_add(&W.file_records, s.records);
         atomic_fetch_add(&W.file_buffers, 1);
+    } else {
+        atomic_fetch_add(&W.file_lost, s.records);
+        if (ts)
+            atomic_fetch_add_explicit(&ts->lost, s.records, RLX);
+        /* the file cannot take more: stop recording; the program goes on, its calls counted
+         * as lost until the window ends */
+        int on = TALLY__GATE_ON;
+        __atomic_compare_exchange_n((int *)&tally__recording, &on, TALLY__GATE_FAILED, 0,
+                                    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
     }
-    return begins;
+    return s.begins;
 }
 
-/* Write every FULL buffer. Caller holds W.wlock (or is the signal handler with its own set). */
-static void write_full(locset *set, bb *scratch)
+static tally__tstate *slot_state(uint32_t slot)
 {
-    pool *p = W.pool;
+    return slot && slot <= TALLY__MAX_THREADS ? atomic_load(&tally__threads[slot - 1]) : NULL;
+}
+
+static int buf_order(const void *x, const void *y)
+{
+    const tally__buf *a = *(tally__buf *const *)x, *b = *(tally__buf *const *)y;
+    if (a->slot != b->slot)
+        return a->slot < b->slot ? -1 : 1;
+    return (a->seq > b->seq) - (a->seq < b->seq);
+}
+
+/* Write every FULL buffer, each thread's in sequence order (writer thread). Returns how many. */
+static uint32_t write_full(void)
+{
+    tally__pool *p = tally__pool_cur;
     if (!p)
-        return;
-    for (uint32_t i = 0; i < p->nbufs; i++) {
-        tally__buf *b = &p->bufs[i];
-        int s = TALLY__B_FULL;
-        if (atomic_load_explicit(&b->state, RLX) != s ||
-            !atomic_compare_exchange_strong(&b->state, &s, TALLY__B_WRITING))
-            continue;
-        if (atomic_load(&W.fd) >= 0)
-            write_events(b->slot, b->tid, b->seq, b->first_begin_seq, b->mem + b->from,
-                         b->to - b->from, set, scratch);
-        atomic_store_explicit(&b->state, TALLY__B_FREE, memory_order_release);
-    }
+        return 0;
+    enum { BATCH = 256 };
+    tally__buf *batch[BATCH];
+    uint32_t total = 0, n;
+    do {
+        n = 0;
+        for (uint32_t i = 0; i < p->nbufs && n < BATCH; i++) {
+            tally__buf *b = &p->bufs[i];
+            int s = TALLY__B_FULL;
+            if (atomic_load_explicit(&b->state, memory_order_acquire) == s &&
+                atomic_compare_exchange_strong(&b->state, &s, TALLY__B_WRITING))
+                batch[n++] = b;
+        }
+        qsort(batch, n, sizeof *batch, buf_order);
+        for (uint32_t i = 0; i < n; i++) {
+            tally__buf *b = batch[i];
+            tally__tstate *ts = slot_state(b->slot);
+            write_events(ts, b->slot, b->tid, b->seq, b->first_begin_seq, b->mem + b->from,
+                         b->to - b->from, &W.set, &W.scratch, &W.accts[b->slot - 1]);
+            if (ts)
+                atomic_fetch_sub(&ts->full_pending, 1);
+            atomic_store_explicit(&b->state, TALLY__B_FREE, memory_order_release);
+        }
+        total += n;
+    } while (n == BATCH);
+    return total;
 }
 
-/* Write [fu, pos) of every thread's current buffer. locked: take slow locks (else try). */
-static void write_partials(locset *set, bb *scratch, int locked)
+/* Write [fu, pos) of every thread whose full buffers are all written (writer thread). wait: take
+ * the threads' slow locks (else skip a thread that holds its own). Returns the number of
+ * threads skipped because a full buffer of theirs is still waiting. */
+static uint32_t write_partials(int wait)
 {
-    uint32_t nt = atomic_load(&tally__nthreads);
-    if (nt > TALLY__MAX_THREADS)
-        nt = TALLY__MAX_THREADS;
-    for (uint32_t i = 0; i < nt; i++) {
-        tally__tstate *ts = atomic_load(&tally__threads[i]);
-        if (!ts)
-            continue;
-        if (locked)
+    uint32_t waiting = 0;
+    TALLY__FOR_EACH_THREAD(ts)
+    {
+        if (wait)
             tally__spin_lock(&ts->slow_lock);
         else if (!tally__spin_trylock(&ts->slow_lock))
             continue;
         tally__rec *pos = atomic_load_explicit(&ts->pos, memory_order_acquire);
-        if (ts->buf && pos && pos > ts->fu) {
-            uint64_t begins = write_events(ts->slot, ts->tid, ts->chunk_seq++, ts->fu_begin_seq,
-                                           ts->fu, (size_t)(pos - ts->fu), set, scratch);
+        if (atomic_load(&ts->full_pending)) {
+            waiting++;
+        } else if (ts->buf && pos && pos > ts->fu) {
+            uint64_t begins =
+                write_events(ts, ts->slot, ts->tid, ts->chunk_seq++, ts->fu_begin_seq, ts->fu,
+                             (size_t)(pos - ts->fu), &W.set, &W.scratch, &W.accts[ts->slot - 1]);
             ts->fu_begin_seq += begins;
             ts->fu = pos;
         }
         tally__spin_unlock(&ts->slow_lock);
     }
+    return waiting;
+}
+
+/* Everything recorded so far goes to the file, each thread's records in order. */
+static void write_all(void)
+{
+    for (int round = 0; round < 1000; round++) {
+        write_full();
+        if (write_partials(1) == 0)
+            return;
+    }
 }
 
 static void writer_replenish(void)
 {
-    pool *p = W.pool;
+    tally__pool *p = tally__pool_cur;
     if (!p)
         return;
-    /* spares: two, and one more per two recording threads (they may all fill up at once) */
-    uint32_t nt = atomic_load_explicit(&tally__nthreads, RLX);
-    uint32_t want = 2 + (nt < 64 ? nt : 64) / 2, free_n = 0;
+    /* spares: two, and one more per recording thread (they may all fill up at once) */
+    uint32_t nt = tally__thread_count();
+    uint32_t want = 2 + (nt < 64 ? nt : 64), free_n = 0;
     for (uint32_t i = 0; i < p->nbufs && free_n < want; i++)
         free_n += atomic_load_explicit(&p->bufs[i].state, RLX) == TALLY__B_FREE;
-    for (uint32_t i = 0; i < p->nbufs && free_n < want; i++) {
-        tally__buf *b = &p->bufs[i];
-        int s = TALLY__B_EMPTY;
-        if (atomic_load_explicit(&b->state, RLX) == s &&
-            atomic_compare_exchange_strong(&b->state, &s, TALLY__B_ALLOC)) {
-            if (buf_alloc_mem(b, p->bufsize) == 0) {
-                atomic_store(&b->state, TALLY__B_FREE);
-                free_n++;
-            } else {
-                atomic_store(&b->state, TALLY__B_EMPTY);
-                break;
-            }
-        }
-    }
+    while (free_n < want && tally__pool_grow() == 0)
+        free_n++;
+}
+
+/* ---- the thread ------------------------------------------------------------------------------ */
+
+static int64_t mono_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
 static void *writer_main(void *arg)
@@ -652,63 +520,121 @@ static void *writer_main(void *arg)
     (void)arg;
     sigset_t all;
     sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, NULL); /* signals go to the program's threads */
-    pthread_mutex_lock(&W.qlock);
-    while (!W.stop) {
-        if (!W.kicked) {
+    pthread_sigmask(SIG_BLOCK, &all, NULL); /* signals (SIGXFSZ too) are the program's business */
+    pthread_mutex_lock(&W.lock);
+    int64_t next_flush = mono_ms() + W.flush_ms;
+    for (;;) {
+        if (W.req_seq != W.done_seq) {
+            request_fn fn = W.req_fn;
+            void *a = W.req_arg;
+            pthread_mutex_unlock(&W.lock);
+            int rc = fn(a);
+            pthread_mutex_lock(&W.lock);
+            W.req_rc = rc;
+            W.done_seq = W.req_seq;
+            pthread_cond_broadcast(&W.done);
+            continue;
+        }
+        if (W.stop)
+            break;
+        int64_t now = mono_ms();
+        if (!W.kicked && now < next_flush) {
             struct timespec dl;
-            clock_gettime(CLOCK_REALTIME, &dl);
-            dl.tv_nsec += 100 * 1000000;
-            if (dl.tv_nsec >= 1000000000) {
-                dl.tv_sec++;
-                dl.tv_nsec -= 1000000000;
-            }
-            pthread_cond_timedwait(&W.qcond, &W.qlock, &dl);
+            clock_gettime(CLOCK_MONOTONIC, &dl);
+            int64_t ns = dl.tv_nsec + (next_flush - now) * 1000000;
+            dl.tv_sec += ns / 1000000000;
+            dl.tv_nsec = ns % 1000000000;
+            pthread_cond_timedwait(&W.wake, &W.lock, &dl);
+            continue; /* look at requests and the clock again */
         }
         W.kicked = 0;
-        pthread_mutex_unlock(&W.qlock);
-        pthread_mutex_lock(&W.wlock);
-        write_full(&W.set, &W.scratch);
-        pthread_mutex_unlock(&W.wlock);
+        int flush = mono_ms() >= next_flush;
+        pthread_mutex_unlock(&W.lock);
+        if (atomic_load(&W.fd) >= 0) {
+            write_full();
+            if (flush)
+                write_partials(0);
+        }
         writer_replenish();
-        pthread_mutex_lock(&W.qlock);
+        pthread_mutex_lock(&W.lock);
+        if (flush)
+            next_flush = mono_ms() + W.flush_ms;
     }
-    pthread_mutex_unlock(&W.qlock);
+    pthread_mutex_unlock(&W.lock);
     return NULL;
 }
 
-int tally__writer_start(void)
+int tally__writer_start(int flush_ms)
 {
-    pthread_mutex_lock(&W.qlock);
+    pthread_mutex_lock(&W.lock);
+    if (W.running) {
+        pthread_mutex_unlock(&W.lock);
+        return 0;
+    }
     W.stop = 0;
     W.kicked = 0;
-    pthread_mutex_unlock(&W.qlock);
-    if (pthread_create(&W.thread, NULL, writer_main, NULL) != 0)
-        return TALLY_ENOMEM;
-    W.running = 1;
-    return 0;
+    W.flush_ms = flush_ms > 0 ? flush_ms : 50;
+    W.req_seq = W.done_seq = 0;
+    /* the writer's own waits are on CLOCK_MONOTONIC: a wall-clock jump does not stall it */
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_destroy(&W.wake);
+    pthread_cond_init(&W.wake, &ca);
+    pthread_condattr_destroy(&ca);
+    int rc = pthread_create(&W.thread, NULL, writer_main, NULL);
+    if (rc == 0)
+        W.running = 1;
+    pthread_mutex_unlock(&W.lock);
+    return rc == 0 ? 0 : TALLY_ENOMEM;
 }
 
 void tally__writer_stop(void)
 {
-    if (!W.running)
+    pthread_mutex_lock(&W.lock);
+    if (!W.running) {
+        pthread_mutex_unlock(&W.lock);
         return;
-    pthread_mutex_lock(&W.qlock);
+    }
     W.stop = 1;
-    pthread_cond_signal(&W.qcond);
-    pthread_mutex_unlock(&W.qlock);
+    pthread_cond_signal(&W.wake);
+    pthread_mutex_unlock(&W.lock);
     pthread_join(W.thread, NULL);
+    pthread_mutex_lock(&W.lock);
     W.running = 0;
+    pthread_mutex_unlock(&W.lock);
 }
 
 void tally__writer_kick(void)
 {
     int saved = errno;
-    pthread_mutex_lock(&W.qlock);
+    pthread_mutex_lock(&W.lock);
     W.kicked = 1;
-    pthread_cond_signal(&W.qcond);
-    pthread_mutex_unlock(&W.qlock);
+    pthread_cond_signal(&W.wake);
+    pthread_mutex_unlock(&W.lock);
     errno = saved;
+}
+
+/* Run fn on the writer thread and wait for it (one request at a time). Without a writer (no
+ * session), run it here. */
+static int writer_call(request_fn fn, void *arg)
+{
+    pthread_mutex_lock(&W.lock);
+    if (!W.running || pthread_equal(pthread_self(), W.thread)) {
+        pthread_mutex_unlock(&W.lock);
+        return fn(arg);
+    }
+    while (W.req_seq != W.done_seq)
+        pthread_cond_wait(&W.done, &W.lock);
+    W.req_fn = fn;
+    W.req_arg = arg;
+    uint64_t seq = ++W.req_seq;
+    pthread_cond_signal(&W.wake);
+    while (W.done_seq != seq)
+        pthread_cond_wait(&W.done, &W.lock);
+    int rc = W.req_rc;
+    pthread_mutex_unlock(&W.lock);
+    return rc;
 }
 
 /* ---- files ----------------------------------------------------------------------------------- */
@@ -736,16 +662,63 @@ static void meta_clock(bb *b)
     meta_put(b, TALLY__META_CLOCK, &c, sizeof c);
 }
 
-int tally__file_open(const char *path, int window_index, int64_t first_step)
+/* A new file under base + suffix, never one that exists; its descriptor is >= 3 (a program that
+ * closes and reopens its standard streams never lands on it) and closed on exec. */
+static int create_unique(const char *base, const char *suffix, char *path, size_t cap)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
+    for (int n = 0; n < 10000; n++) {
+        int w = n ? snprintf(path, cap, "%s%s-%d.tally", base, suffix, n)
+                  : snprintf(path, cap, "%s%s.tally", base, suffix);
+        if (w < 0 || (size_t)w >= cap) {
+            errno = ENAMETOOLONG;
+            return -1;
+        }
+        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd < 0 && errno == EEXIST)
+            continue;
+        if (fd >= 0 && fd < 3) {
+            int hi = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+            int e = errno;
+            close(fd);
+            fd = hi;
+            errno = e;
+            if (fd < 0)
+                unlink(path);
+        }
+        return fd;
+    }
+    errno = EEXIST;
+    return -1;
+}
+
+struct open_req {
+    const char *base, *suffix;
+    int window_index;
+    int64_t first_step;
+    char *path;
+    size_t cap;
+    int io_errno;
+};
+
+static int do_open(void *arg)
+{
+    struct open_req *o = arg;
+    int fd = create_unique(o->base, o->suffix, o->path, o->cap);
+    if (fd < 0) {
+        o->io_errno = errno;
         return TALLY_EIO;
-    pthread_mutex_lock(&W.wlock);
+    }
+    struct rlimit rl;
+    W.fsize_max = getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
+                      ? (uint64_t)rl.rlim_cur
+                      : UINT64_MAX;
     locset_clear(&W.set);
+    memset(W.accts, 0, sizeof W.accts);
     atomic_store(&W.off, 0);
+    atomic_store(&W.io_errno, 0);
     atomic_store(&W.file_records, 0);
     atomic_store(&W.file_buffers, 0);
+    atomic_store(&W.file_lost, 0);
     atomic_store(&W.fd, fd);
     tally__file_header h;
     memcpy(h.magic, TALLY__MAGIC, 8);
@@ -764,32 +737,37 @@ int tally__file_open(const char *path, int window_index, int64_t first_step)
     meta_put(&m, TALLY__META_WORLD_SIZE, &tally__ident.world, 4);
     meta_put(&m, TALLY__META_SAMPLES_UNIT, tally__ident.samples_unit,
              (uint32_t)strlen(tally__ident.samples_unit));
-    tally__meta_window w = {window_index, 0, first_step};
+    tally__meta_window w = {o->window_index, 0, o->first_step};
     meta_put(&m, TALLY__META_WINDOW, &w, sizeof w);
     meta_put_i64(&m, TALLY__META_START_NS, tally__ticks_to_ns(tally__ticks()));
-    if (m.err || put_chunk(TALLY__CHUNK_META, m.p, m.len) != 0)
+    if (rc == 0 && (m.err || put_chunk(TALLY__CHUNK_META, m.p, m.len) != 0))
         rc = -1;
     free(m.p);
-    pthread_mutex_unlock(&W.wlock);
     if (rc != 0) {
+        o->io_errno = atomic_load(&W.io_errno) ? atomic_load(&W.io_errno) : EIO;
         atomic_store(&W.fd, -1);
         close(fd);
-        unlink(path);
+        unlink(o->path);
         return TALLY_EIO;
     }
     return 0;
 }
 
+int tally__file_open(const char *base, const char *suffix, int window_index, int64_t first_step,
+                     char *path_out, size_t cap, int *io_errno)
+{
+    struct open_req o = {base, suffix, window_index, first_step, path_out, cap, 0};
+    int rc = writer_call(do_open, &o);
+    if (io_errno)
+        *io_errno = o.io_errno;
+    return rc;
+}
+
 static void threads_chunk(bb *b)
 {
     b->len = 0;
-    uint32_t nt = atomic_load(&tally__nthreads);
-    if (nt > TALLY__MAX_THREADS)
-        nt = TALLY__MAX_THREADS;
-    for (uint32_t i = 0; i < nt; i++) {
-        tally__tstate *ts = atomic_load(&tally__threads[i]);
-        if (!ts)
-            continue;
+    TALLY__FOR_EACH_THREAD(ts)
+    {
         char name[64];
         tally__spin_lock(&ts->slow_lock);
         memcpy(name, ts->name, sizeof name);
@@ -822,92 +800,158 @@ static void devices_chunk(bb *b)
     pthread_mutex_unlock(&W.mlock);
 }
 
-int tally__file_close(const tally__stats_chunk *st, uint64_t *records_out)
+/* Per thread: what it dropped at the cap and lost to I/O since the window opened. */
+static void losses_chunk(bb *b)
 {
-    pthread_mutex_lock(&W.wlock);
-    int fd = atomic_load(&W.fd);
-    if (fd < 0) {
-        pthread_mutex_unlock(&W.wlock);
-        return TALLY_EIO;
+    b->len = 0;
+    TALLY__FOR_EACH_THREAD(ts)
+    {
+        uint64_t d = atomic_load(&ts->dropped) - ts->dropped0;
+        uint64_t l = atomic_load(&ts->lost) - ts->lost0;
+        if (!d && !l)
+            continue;
+        tally__loss_entry e = {ts->slot, 0, ts->tid, d, l};
+        bb_put(b, &e, sizeof e);
     }
-    write_full(&W.set, &W.scratch);
-    write_partials(&W.set, &W.scratch, 1);
+}
+
+struct close_req {
+    const tally__stats_chunk *st;
+    tally__close_result *res;
+};
+
+static int do_close(void *arg)
+{
+    struct close_req *c = arg;
+    int fd = atomic_load(&W.fd);
+    if (fd < 0)
+        return TALLY_EIO;
+    write_all();
     bb b = {0};
-    int rc = 0;
     threads_chunk(&b);
-    if (b.len && put_chunk(TALLY__CHUNK_THREADS, b.p, b.len) != 0)
-        rc = -1;
+    if (b.len)
+        put_chunk(TALLY__CHUNK_THREADS, b.p, b.len);
     devices_chunk(&b);
-    if (b.len && put_chunk(TALLY__CHUNK_DEVICES, b.p, b.len) != 0)
-        rc = -1;
-    tally__stats_chunk s = *st;
+    if (b.len)
+        put_chunk(TALLY__CHUNK_DEVICES, b.p, b.len);
+    losses_chunk(&b);
+    if (b.len)
+        put_chunk(TALLY__CHUNK_LOSSES, b.p, b.len);
+    /* lost: what the writer could not write, and what the program recorded after that */
+    uint64_t lost = 0;
+    TALLY__FOR_EACH_THREAD(ts)
+    lost += atomic_load(&ts->lost) - ts->lost0;
+    tally__stats_chunk s = *c->st;
     s.records = atomic_load(&W.file_records);
     s.buffers = atomic_load(&W.file_buffers);
-    if (put_chunk(TALLY__CHUNK_STATS, &s, sizeof s) != 0)
-        rc = -1;
+    s.lost = lost;
+    s.io_errno = atomic_load(&W.io_errno);
+    put_chunk(TALLY__CHUNK_STATS, &s, sizeof s);
     b.len = 0;
     tally__clock_refine();
     meta_clock(&b);
     meta_put_i64(&b, TALLY__META_END_NS, tally__ticks_to_ns(tally__ticks()));
-    if (b.err || put_chunk(TALLY__CHUNK_META, b.p, b.len) != 0)
-        rc = -1;
+    if (!b.err)
+        put_chunk(TALLY__CHUNK_META, b.p, b.len);
     free(b.p);
     atomic_store(&W.fd, -1);
-    if (close(fd) != 0)
-        rc = -1;
-    if (records_out)
-        *records_out = s.records;
+    int e = atomic_load(&W.io_errno);
+    if (close(fd) != 0 && !e)
+        e = errno;
+    c->res->records = atomic_load(&W.file_records);
+    c->res->lost = lost;
+    c->res->io_errno = e;
     atomic_fetch_add(&tally__sess.buffers, s.buffers);
-    pthread_mutex_unlock(&W.wlock);
-    return rc ? TALLY_EIO : 0;
+    return e ? TALLY_EIO : 0;
 }
 
-/* In a forked child: the parent's file and writer are not ours; let both go without a write. */
-void tally__file_forget(void)
+int tally__file_close(const tally__stats_chunk *st, tally__close_result *res)
 {
-    int fd = atomic_exchange(&W.fd, -1);
-    if (fd >= 0)
-        close(fd);
-    W.running = 0;
-    pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
-    pthread_cond_t c = PTHREAD_COND_INITIALIZER;
-    W.wlock = m;
-    W.qlock = m;
-    W.mlock = m;
-    W.qcond = c;
+    tally__close_result dummy;
+    struct close_req c = {st, res ? res : &dummy};
+    memset(c.res, 0, sizeof *c.res);
+    return writer_call(do_close, &c);
 }
 
-void tally__flush_now(void)
+static int do_flush(void *arg)
 {
-    pthread_mutex_lock(&W.wlock);
-    if (atomic_load(&W.fd) >= 0) {
-        write_full(&W.set, &W.scratch);
-        write_partials(&W.set, &W.scratch, 1);
-    }
-    pthread_mutex_unlock(&W.wlock);
+    (void)arg;
+    if (atomic_load(&W.fd) >= 0)
+        write_all();
+    return 0;
 }
 
 void tally__flush_all(void)
 {
     int saved = errno;
-    tally__flush_now();
+    writer_call(do_flush, NULL);
     errno = saved;
+}
+
+/* In a forked child: the parent's file and writer thread are not ours; let both go unwritten
+ * (the parent writes them). */
+void tally__writer_after_fork(void)
+{
+    int fd = atomic_exchange(&W.fd, -1);
+    if (fd >= 0)
+        close(fd);
+    W.running = 0;
+    W.stop = 0;
+    W.kicked = 0;
+    W.req_seq = W.done_seq = 0;
+    pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+    pthread_cond_t c = PTHREAD_COND_INITIALIZER;
+    W.lock = m;
+    W.mlock = m;
+    W.wake = c;
+    W.done = c;
+    atomic_store(&W.io_errno, 0);
 }
 
 /* Signal handler: no locks, no malloc. The writer may be writing at the same time; byte ranges
  * are reserved atomically, and the buffer state machine keeps each buffer written once. */
 void tally__file_emergency_flush(void)
 {
-    if (atomic_load(&W.fd) < 0)
+    if (atomic_load(&W.fd) < 0 || atomic_load(&W.io_errno))
         return;
-    locset set = {sig_keys, sizeof sig_keys / sizeof *sig_keys, 0, 1};
+    static locset set;
+    memset(&set, 0, sizeof set);
+    set.k = sig_keys;
+    set.cap = sizeof sig_keys / sizeof *sig_keys;
+    set.fixed = 1;
     memset(sig_keys, 0, sizeof sig_keys);
     bb scratch = {sig_scratch, 0, sizeof sig_scratch, 1, 0};
-    write_full(&set, &scratch);
-    write_partials(&set, &scratch, 0);
+    tally__pool *p = tally__pool_cur;
+    for (uint32_t i = 0; p && i < p->nbufs; i++) {
+        tally__buf *b = &p->bufs[i];
+        int s = TALLY__B_FULL;
+        if (atomic_load_explicit(&b->state, memory_order_acquire) != s ||
+            !atomic_compare_exchange_strong(&b->state, &s, TALLY__B_WRITING))
+            continue;
+        tally__tstate *ts = slot_state(b->slot);
+        write_events(ts, b->slot, b->tid, b->seq, b->first_begin_seq, b->mem + b->from,
+                     b->to - b->from, &set, &scratch, NULL);
+        if (ts)
+            atomic_fetch_sub(&ts->full_pending, 1);
+        atomic_store_explicit(&b->state, TALLY__B_FREE, memory_order_release);
+    }
+    TALLY__FOR_EACH_THREAD(ts)
+    {
+        if (!tally__spin_trylock(&ts->slow_lock))
+            continue;
+        tally__rec *pos = atomic_load_explicit(&ts->pos, memory_order_acquire);
+        if (ts->buf && pos && pos > ts->fu) {
+            ts->fu_begin_seq +=
+                write_events(ts, ts->slot, ts->tid, ts->chunk_seq++, ts->fu_begin_seq, ts->fu,
+                             (size_t)(pos - ts->fu), &set, &scratch, NULL);
+            ts->fu = pos;
+        }
+        tally__spin_unlock(&ts->slow_lock);
+    }
     tally__stats_chunk s = {0};
     s.records = atomic_load(&W.file_records);
     s.buffers = atomic_load(&W.file_buffers);
+    s.lost = atomic_load(&W.file_lost);
     s.calls_outside = tally__outside_total();
     put_chunk(TALLY__CHUNK_STATS, &s, sizeof s);
     struct {
@@ -917,8 +961,7 @@ void tally__file_emergency_flush(void)
     put_chunk(TALLY__CHUNK_META, &end, sizeof end);
 }
 
-/* ---- names and devices from collectors
- * ------------------------------------------------------------ */
+/* ---- names and devices from collectors ------------------------------------------------------- */
 
 void tally__name_thread(int64_t tid, const char *name)
 {

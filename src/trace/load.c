@@ -11,6 +11,19 @@
 #include <string.h>
 #include <unistd.h>
 
+#define SAME(a, b) ((int)(a) == (int)(b))
+_Static_assert(SAME(TALLY__COPY_HTOD, TL_COPY_HTOD) && SAME(TALLY__COPY_DTOH, TL_COPY_DTOH) &&
+                   SAME(TALLY__COPY_DTOD, TL_COPY_DTOD) && SAME(TALLY__COPY_HTOH, TL_COPY_HTOH) &&
+                   SAME(TALLY__COPY_PTOP, TL_COPY_PTOP),
+               "format.h copy kinds follow tl_memcpy_kind");
+_Static_assert(SAME(TALLY__DEV_INSTANT, TL_EV_INSTANT) &&
+                   SAME(TALLY__DEV_SYNC_COPY, TL_EV_SYNC_COPY) &&
+                   SAME(TALLY__DEV_PAGEABLE, TL_EV_PAGEABLE) &&
+                   SAME(TALLY__DEV_MEM_DEVICE, TL_EV_MEM_DEVICE),
+               "format.h device flags follow TL_EV_*");
+_Static_assert(SAME(TALLY__CAT_OVERHEAD, TL_CAT_OVERHEAD), "format.h categories follow tl_cat");
+#undef SAME
+
 int tl_load(tl_trace *t, const char *path, int progress, tl_error *err)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
