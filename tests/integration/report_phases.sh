@@ -20,6 +20,27 @@ grep -q "full report: tally report .*phases.tally" "$work/stderr.txt" ||
     { echo "no report command on stderr"; cat "$work/stderr.txt"; exit 1; }
 trace=$(ls "$work"/phases*.tally | head -1)
 [ -f "$trace" ] || { echo "no .tally file"; exit 1; }
+# ... whose figures come from counters kept while recording: 4 steps, the reader cost (time in
+# dataloader ranges, accounted by the writer) and the batch cost within the bounds the program
+# measured, 16 samples a step
+python3 - "$work/stderr.txt" "$work/expected.json" <<'PY'
+import json, re, sys
+err = open(sys.argv[1]).read()
+exp = json.load(open(sys.argv[2]))
+assert "Steps: 4" in err, err
+row = {m.group(1): [float(x) for x in m.group(2, 3, 4)]
+       for m in re.finditer(r"\|\s+(\w+)\s+\|\s+([\d.]+)\s+\|\s+([\d.]+)\s+\|\s+([\d.]+)\s+\|", err)}
+def within(name, got_s, lo_us, hi_us, slack_us=30.0):
+    got = got_s * 1e6
+    assert lo_us - slack_us <= got <= hi_us + slack_us, (name, got, lo_us, hi_us)
+n = len(exp)
+within("reader avg", row["reader_cost"][0], sum(e["dataloader"][0] for e in exp) / n,
+       sum(e["dataloader"][1] for e in exp) / n)
+within("batch avg", row["batch_cost"][0], sum(e["step"][0] for e in exp) / n,
+       sum(e["step"][1] for e in exp) / n, 200.0)
+within("reader max", row["reader_cost"][1], max(e["dataloader"][0] for e in exp),
+       max(e["dataloader"][1] for e in exp))
+PY
 # the program asked for JSON: a detached `tally export` writes it (whole, renamed into place)
 for _ in $(seq 1 200); do [ -s "$work/phases.json" ] && break; sleep 0.05; done
 [ -s "$work/phases.json" ] || { echo "phases.json was not written"; ls -la "$work"; exit 1; }
