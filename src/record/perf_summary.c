@@ -104,6 +104,45 @@ void tally__perf_print(FILE *f, const tally__perf_summary *p, const char *unit)
     row(f, "ips", &p->ips);
 }
 
+static uint64_t thread_window_losses(const tally__tstate *ts)
+{
+    return atomic_load(&ts->dropped) - ts->dropped0 + atomic_load(&ts->lost) - ts->lost0;
+}
+
+/* Which threads lost records in the window (since it opened), worst first, at most 8. */
+static void print_thread_losses(FILE *f)
+{
+    fprintf(f, "tally: records lost per thread:");
+    uint64_t bound = UINT64_MAX; /* print threads below this count, largest first */
+    int shown = 0, left = 0;
+    TALLY__FOR_EACH_THREAD(ts)
+    left += thread_window_losses(ts) > 0;
+    while (shown < 8 && shown < left) {
+        tally__tstate *best = NULL;
+        uint64_t most = 0;
+        TALLY__FOR_EACH_THREAD(ts)
+        {
+            uint64_t n = thread_window_losses(ts);
+            if (n > most && n < bound)
+                most = n, best = ts;
+        }
+        if (!best)
+            break;
+        for (uint32_t i = 0, k = tally__thread_count(); i < k; i++) { /* ties: all of them */
+            tally__tstate *ts = atomic_load(&tally__threads[i]);
+            if (!ts || thread_window_losses(ts) != most)
+                continue;
+            fprintf(f, "%s %s (tid %lld) %llu", shown ? "," : "", ts->name[0] ? ts->name : "thread",
+                    (long long)ts->tid, (unsigned long long)most);
+            shown++;
+        }
+        bound = most;
+    }
+    if (left > shown)
+        fprintf(f, ", and %d more threads", left - shown);
+    fputc('\n', f);
+}
+
 void tally__print_window_summary(FILE *f, const tally_window *w)
 {
     tally__perf_summary p;
@@ -119,6 +158,8 @@ void tally__print_window_summary(FILE *f, const tally_window *w)
         fprintf(f, ", %llu lost (the file could not be written: %s)", (unsigned long long)w->lost,
                 strerror(w->io_errno ? w->io_errno : EIO));
     fputc('\n', f);
+    if (w->dropped || w->lost)
+        print_thread_losses(f);
     if (steps)
         tally__perf_print(f, &p,
                           tally__ident.samples_unit[0] ? tally__ident.samples_unit : "samples");
