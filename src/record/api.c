@@ -215,13 +215,21 @@ __attribute__((noinline)) static void push_on(const tally_srcloc *loc)
     push_done(ts, p != NULL);
 }
 
+/* Off the window with a call site: its category is read only when timer-only mode needs it;
+ * after a forked child's session resumed, the push is recorded. */
+__attribute__((noinline)) static void off_push_loc(int gate, const tally_srcloc *loc)
+{
+    if (off_push(gate, gate == TALLY__GATE_TIMER && loc ? loc->category : 0))
+        push_on(loc);
+}
+
 TALLY_API void tally_push(const tally_srcloc *loc)
 {
     int g = GATE();
     if (TALLY__LIKELY(g == TALLY__GATE_ON))
         push_on(loc);
-    else if (g != TALLY__GATE_CLOSED && off_push(g, loc ? loc->category : 0))
-        push_on(loc);
+    else if (g != TALLY__GATE_CLOSED)
+        off_push_loc(g, loc);
 }
 
 __attribute__((noinline)) static void pop_on(void)
@@ -308,7 +316,8 @@ static void push_full(const tally_srcloc *loc, const char *name, size_t nlen, ui
 TALLY_API void tally_push_arg(const tally_srcloc *loc, const char *arg)
 {
     int g = GATE();
-    if (TALLY__UNLIKELY(g != TALLY__GATE_ON) && !off_push(g, loc ? loc->category : 0))
+    if (TALLY__UNLIKELY(g != TALLY__GATE_ON) &&
+        !off_push(g, g == TALLY__GATE_TIMER && loc ? loc->category : 0))
         return;
     int saved = errno;
     push_full(loc, NULL, 0, 0, arg, arg ? strlen(arg) : 0);
@@ -337,13 +346,19 @@ void tally__push_copy(const char *name, size_t len, uint32_t cat, const char *ar
     errno = saved;
 }
 
+__attribute__((noinline)) static void off_pop_then(int gate)
+{
+    if (off_pop(gate))
+        pop_on();
+}
+
 TALLY_API void tally_pop(void)
 {
     int g = GATE();
     if (TALLY__LIKELY(g == TALLY__GATE_ON))
         pop_on();
-    else if (g != TALLY__GATE_CLOSED && off_pop(g))
-        pop_on();
+    else if (g != TALLY__GATE_CLOSED)
+        off_pop_then(g);
 }
 
 void tally__pop(void)
