@@ -33,6 +33,11 @@ int tally__cupti_start(void);
 /* Flush CUPTI's buffers (forced) into the recorder. */
 void tally__cupti_flush(void);
 
+/* Non-zero when the program is statically linked (no ELF interpreter): injecting libtally into
+ * it cannot work (it would run on a second, uninitialised C library). Says so once on stderr.
+ * Uses only open/read, which work even there. */
+int tally__program_is_static(void);
+
 /* Number of NVTX copies (linkage units) that initialised libtally as their tool. */
 int tally__nvtx_inits(void);
 

@@ -17,6 +17,8 @@
 #include "collect/collect.h"
 
 #include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -102,6 +104,10 @@ void tally__inject_session(void)
 EXPORT int InitializeInjection(void)
 {
     int saved = errno;
+    if (tally__program_is_static()) {
+        errno = saved;
+        return 1;
+    }
     if (getenv("TALLY_CUPTI_DEBUG"))
         fprintf(stderr, "tally: InitializeInjection (CUDA), session %s\n",
                 tally_running() ? "running" : "not running");
@@ -109,6 +115,40 @@ EXPORT int InitializeInjection(void)
     tally__cupti_start();
     errno = saved;
     return 1; /* never make CUDA fail because of us */
+}
+
+int tally__program_is_static(void)
+{
+    static int answer = -1;
+    if (answer >= 0)
+        return answer;
+    int saved = errno;
+    answer = 0;
+    int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+    Elf64_Ehdr eh;
+    if (fd >= 0 && pread(fd, &eh, sizeof eh, 0) == (ssize_t)sizeof eh &&
+        !memcmp(eh.e_ident, ELFMAG, SELFMAG) && eh.e_ident[EI_CLASS] == ELFCLASS64 &&
+        eh.e_phentsize == sizeof(Elf64_Phdr) && eh.e_phnum > 0 && eh.e_phnum < 4096) {
+        int interp = 0;
+        for (unsigned i = 0; i < eh.e_phnum && !interp; i++) {
+            Elf64_Phdr ph;
+            if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + i * sizeof ph)) !=
+                (ssize_t)sizeof ph)
+                break;
+            interp = ph.p_type == PT_INTERP;
+        }
+        answer = !interp;
+    }
+    if (fd >= 0)
+        close(fd);
+    if (answer) {
+        static const char msg[] = "tally: this program is statically linked: tally cannot be "
+                                  "injected into it and records nothing (link it with -ltally)\n";
+        if (write(2, msg, sizeof msg - 1) < 0)
+            answer = 1;
+    }
+    errno = saved;
+    return answer;
 }
 
 /* Path of this library when it is a shared object, else NULL. */

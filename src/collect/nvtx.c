@@ -644,6 +644,12 @@ EXPORT int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t getExportTable)
     int saved = errno;
     if (!getExportTable)
         return 0;
+    /* NVTX of a statically linked program dlopens us with a second C library, which cannot
+     * start threads: decline, and the program's NVTX calls stay no-ops */
+    if (tally__program_is_static()) {
+        errno = saved;
+        return 0;
+    }
     pthread_once(&g_once, init_once);
     const NvtxExportTableCallbacks *cb =
         (const NvtxExportTableCallbacks *)getExportTable(NVTX_ETID_CALLBACKS);
