@@ -296,8 +296,9 @@ int tl_view_sort(tl_table *tab, const tl_view_opts *o, const char *default_key, 
                 for (int c = 0; c < tab->ncols && n + 1 < sizeof cols; c++)
                     n += (size_t)snprintf(cols + n, sizeof cols - n, "%s%s", c ? ", " : "",
                                           tab->cols[c].key);
-                tl_error_set(err, "unknown sort key '%s' for %s; expected one of: %s", key,
-                             tab->title, cols);
+                tl_error_setc(err, TL_ERR_USAGE,
+                              "unknown sort key '%s' for %s; expected one of: %s", key, tab->title,
+                              cols);
                 return -1;
             }
         } else {

@@ -91,7 +91,7 @@ tl_table *tl_view_device(const tl_trace *t, const tl_view_opts *o, tl_error *err
         tl_table_free(tab);
         free(acc);
         free(order);
-        tl_error_set(err, "device view: out of memory");
+        tl_error_setc(err, TL_ERR_NOMEM, "device view: out of memory");
         return NULL;
     }
     tl_profiled_window_set(t, &win);

@@ -165,8 +165,9 @@ tl_table *tl_table_diff(const tl_table *a, const tl_table *b, const char *metric
         return NULL;
     }
     if (am < 0 || bm < 0) {
-        tl_error_set(err, "diff: no numeric column '%s' in '%s'", metric ? metric : "(time)",
-                     am < 0 ? a->title : b->title);
+        tl_error_setc(err, metric ? TL_ERR_USAGE : TL_ERR_INPUT,
+                      "diff: no numeric column '%s' in '%s'", metric ? metric : "(time)",
+                      am < 0 ? a->title : b->title);
         return NULL;
     }
     int ac = tl_table_find_col(a, "calls"), bc = tl_table_find_col(b, "calls");
@@ -226,7 +227,7 @@ tl_table *tl_table_diff(const tl_table *a, const tl_table *b, const char *metric
         free(rb);
         free(j);
         tl_table_free(out);
-        tl_error_set(err, "diff: out of memory");
+        tl_error_setc(err, TL_ERR_NOMEM, "diff: out of memory");
         return NULL;
     }
     /* merge the two name-sorted lists */
@@ -379,8 +380,9 @@ int tl_diff_check_views(const char *views, tl_error *err)
             if (strlen(diff_names[i]) == len && !strncasecmp(p, diff_names[i], len))
                 ok = 1;
         if (!ok) {
-            tl_error_set(err, "unknown view '%.*s' for diff; expected ops, kernel, ranges or all",
-                         (int)len, p);
+            tl_error_setc(err, TL_ERR_USAGE,
+                          "unknown view '%.*s' for diff; expected ops, kernel, ranges or all",
+                          (int)len, p);
             return -1;
         }
         p += len + (q ? 1 : 0);
@@ -401,7 +403,7 @@ tl_table *tl_view_diff(const tl_trace *a, const tl_trace *b, const char *views,
         return NULL;
     tl_table *head = step_table(a, b);
     if (!head) {
-        tl_error_set(err, "diff: out of memory");
+        tl_error_setc(err, TL_ERR_NOMEM, "diff: out of memory");
         return NULL;
     }
     tl_table *tail = head;
@@ -446,10 +448,10 @@ tl_table *tl_view_diff(const tl_trace *a, const tl_trace *b, const char *views,
         tail = d;
     }
     if (o && o->sort && !compared) {
-        tl_error_set(err,
-                     "no selected view has a column '%s' (ops: self_cuda_us, self_cpu_us, "
-                     "cpu_total_us, ...; kernel and ranges: total_us, calls, ...)",
-                     o->sort);
+        tl_error_setc(err, TL_ERR_USAGE,
+                      "no selected view has a column '%s' (ops: self_cuda_us, self_cpu_us, "
+                      "cpu_total_us, ...; kernel and ranges: total_us, calls, ...)",
+                      o->sort);
         tl_table_free(head);
         return NULL;
     }

@@ -152,7 +152,7 @@ tl_table *tl_view_distributed(const tl_trace *t, const tl_view_opts *o, tl_error
     (void)o;
     tl_comm c;
     if (tl_comm_compute(t, &c) != 0) {
-        tl_error_set(err, "distributed: out of memory");
+        tl_error_setc(err, TL_ERR_NOMEM, "distributed: out of memory");
         return NULL;
     }
     char title[96];
@@ -165,7 +165,7 @@ tl_table *tl_view_distributed(const tl_trace *t, const tl_view_opts *o, tl_error
         snprintf(title, sizeof title, "Distributed");
     tl_table *tab = tl_table_new(title, "distributed", dist_cols, D_NCOLS);
     if (!tab) {
-        tl_error_set(err, "distributed: out of memory");
+        tl_error_setc(err, TL_ERR_NOMEM, "distributed: out of memory");
         return NULL;
     }
     if (!c.ncomm && !c.nhost) {

@@ -557,7 +557,7 @@ tl_table *tl_view_findings(const tl_trace *t, const tl_view_opts *o, tl_error *e
     if (!tab || tl_idle_compute(t, c.short_ns, 0, &c.idle) != 0) {
         tl_table_free(tab);
         tl_ivset_free(&c.window);
-        tl_error_set(err, "findings: out of memory");
+        tl_error_setc(err, TL_ERR_NOMEM, "findings: out of memory");
         return NULL;
     }
 

@@ -260,7 +260,7 @@ tl_table *tl_view_gaps_ex(const tl_trace *t, const tl_view_opts *o, int64_t kern
     return idle;
 
 oom:
-    tl_error_set(err, "gaps: out of memory");
+    tl_error_setc(err, TL_ERR_NOMEM, "gaps: out of memory");
 fail:
     tl_track_index_free(&ix);
     tl_idle_free(&x);

@@ -126,6 +126,6 @@ oom:
     tl_table_free(tab);
     tl_keymap_free(&map);
     free(acc);
-    tl_error_set(err, "kernel view: out of memory");
+    tl_error_setc(err, TL_ERR_NOMEM, "kernel view: out of memory");
     return NULL;
 }

@@ -74,7 +74,7 @@ tl_table *tl_view_memcpy(const tl_trace *t, const tl_view_opts *o, tl_error *err
 {
     tl_table *tab = tl_table_new("Memory Manipulation Summary", "memcpy", cols, C_NCOLS);
     if (!tab) {
-        tl_error_set(err, "memcpy view: out of memory");
+        tl_error_setc(err, TL_ERR_NOMEM, "memcpy view: out of memory");
         return NULL;
     }
     macc acc[K_N] = {{0}};

@@ -406,6 +406,6 @@ oom:
     free(outer);
     free(it);
     tl_table_free(tab);
-    tl_error_set(err, "model: out of memory");
+    tl_error_setc(err, TL_ERR_NOMEM, "model: out of memory");
     return NULL;
 }

@@ -340,7 +340,7 @@ tl_table *tl_view_operator(const tl_trace *t, const tl_view_opts *o, tl_error *e
     }
     goto done;
 oom:
-    tl_error_set(err, "operator view: out of memory");
+    tl_error_setc(err, TL_ERR_NOMEM, "operator view: out of memory");
 fail:
     tl_table_free(tab);
     tl_table_free(out);

@@ -756,12 +756,12 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
                     known_hidden = 1;
         vo.sort = known_hidden ? NULL : key;
         if (vo.sort && tl_table_find_col(tab, vo.sort) < 0) {
-            tl_error_set(err,
-                         "unknown sort key '%s' for the ops table; expected a column key "
-                         "(self_cpu_us, cpu_total_us, self_cuda_us, cuda_total_us, calls, "
-                         "cpu_mem_bytes, ...), a torch key (cpu_time_total, "
-                         "self_cuda_time_total, count, cpu_memory_usage, ...) or none",
-                         o && o->sort ? o->sort : key);
+            tl_error_setc(err, TL_ERR_USAGE,
+                          "unknown sort key '%s' for the ops table; expected a column key "
+                          "(self_cpu_us, cpu_total_us, self_cuda_us, cuda_total_us, calls, "
+                          "cpu_mem_bytes, ...), a torch key (cpu_time_total, "
+                          "self_cuda_time_total, count, cpu_memory_usage, ...) or none",
+                          o && o->sort ? o->sort : key);
             goto fail;
         }
         if (vo.sort) {
@@ -784,7 +784,7 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
     }
     goto done;
 oom:
-    tl_error_set(err, "ops view: out of memory");
+    tl_error_setc(err, TL_ERR_NOMEM, "ops view: out of memory");
 fail:
     tl_table_free(tab);
     tab = NULL;

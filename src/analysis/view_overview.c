@@ -281,6 +281,6 @@ oom:
     tl_ivset_free(&win);
     free(comm_name);
     tl_table_free(tab);
-    tl_error_set(err, "overview: out of memory");
+    tl_error_setc(err, TL_ERR_NOMEM, "overview: out of memory");
     return NULL;
 }

@@ -231,6 +231,6 @@ oom:
     free(st);
     free(v);
     tl_table_free(tab);
-    tl_error_set(err, "perf: out of memory");
+    tl_error_setc(err, TL_ERR_NOMEM, "perf: out of memory");
     return NULL;
 }

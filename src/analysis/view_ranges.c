@@ -125,7 +125,7 @@ tl_table *tl_view_ranges(const tl_trace *t, const tl_view_opts *o, tl_error *err
     free(ag);
     return tab;
 oom:
-    tl_error_set(err, "ranges: out of memory");
+    tl_error_setc(err, TL_ERR_NOMEM, "ranges: out of memory");
 fail:
     free(self);
     free(slot);

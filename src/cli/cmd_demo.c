@@ -13,6 +13,7 @@
  * Exit status: 0; 1 when the session or the report fails; 2 on a usage error.
  */
 #include "cli/commands.h"
+#include "cli/runner.h"
 #include "report/summary.h"
 
 #include "llama.h"
@@ -25,41 +26,18 @@
 
 #include <tally.h>
 
-static const char usage[] =
-    "usage: tally demo [--steps N] [--rmsnorm unfused|fused|both] [model options] [-o DIR]\n"
-    "                  [--views LIST] [--top N] [--format text|csv|json]\n";
-
-enum opt_id { OPT_OUTPUT, OPT_RMSNORM_BOTH, OPT_VIEWS, OPT_TOP, OPT_FORMAT, OPT_HELP };
-
-static const struct option_def {
-    enum opt_id id;
-    const char *name; /* long form, without "--" */
-    char short_name;  /* 0 = none */
-    const char *arg;  /* argument name, NULL = flag */
-    const char *help;
-} options[] = {
-    {OPT_OUTPUT, "output", 'o', "DIR", "where the traces go (default ./tally-out)"},
-    {OPT_RMSNORM_BOTH, "rmsnorm", 0, "KIND",
-     "both (default): unfused, then fused, and compare; or unfused, fused"},
-    {OPT_VIEWS, "views", 0, "LIST", "views to print (default: the summary and operator views)"},
-    {OPT_TOP, "top", 0, "N", "rows of sortable views (default 0 = all)"},
-    {OPT_FORMAT, "format", 0, "FMT", "text (default), csv or json, on standard output"},
-    {OPT_HELP, "help", 'h', NULL, "this help"},
-};
-#define NOPTIONS    (sizeof options / sizeof options[0])
-
 #define MAX_WINDOWS 16
 #define DEMO_STEPS  6 /* per variant: 2 x (6 + 1 warm-up) steps, about 4 s on 2 cores */
 
 /* Everything one run of the command knows. */
 struct demo {
-    llama_config cfg;
-    int both; /* --rmsnorm both */
+    llama_config cfg; /* the model options (examples/llama parses them) */
+    int rmsnorm;      /* --rmsnorm: an index in rmsnorm_words */
     const char *outdir;
     const char *views; /* --views, or NULL for the default list */
-    int top;           /* --top; -1 = not given */
+    int top;           /* --top */
+    int fmt;           /* --format: a tl_format */
     char default_views[256];
-    tl_format fmt;
     /* filled by the trace-ready handler during tally_stop */
     char *paths[MAX_WINDOWS];
     int npaths;
@@ -74,35 +52,78 @@ struct variant_stats {
     int64_t steps;
 };
 
-static void help(FILE *f)
+#define CLI_STATE struct demo
+
+static const char *const rmsnorm_words[] = {"both", "unfused", "fused", NULL};
+enum { RMSNORM_BOTH, RMSNORM_UNFUSED, RMSNORM_FUSED };
+
+static const cli_option options[] = {
+    CLI_OPTION("output", 'o', CLI_STRING, outdir, "DIR",
+               "where the traces go (default ./tally-out)"),
+    CLI_WORDS("rmsnorm", rmsnorm, "KIND", rmsnorm_words,
+              "both (default): unfused, then fused, and compare; or unfused, fused"),
+    CLI_OPTION("views", 0, CLI_STRING, views, "LIST",
+               "views to print (default: the summary and operator views)"),
+    CLI_OPTION("top", 0, CLI_COUNT, top, "N", "rows of sortable views (default 0 = all)"),
+    CLI_WORDS("format", fmt, "FMT", cli_format_words,
+              "text (default), csv or json, on standard output"),
+};
+
+/* The model's options belong to examples/llama (tally-llama and the benchmark take them too):
+ * its parser reads them, its help lists them. */
+static int model_option(void *state, int argc, char **argv, int *i, char *msg, size_t cap)
 {
-    fputs(usage, f);
-    fputs("\nRun the built-in workload — a Llama-style decoder in C on random weights: token\n"
-          "embedding, RMSNorm, rotary embedding, grouped-query attention with a KV cache,\n"
-          "SwiGLU MLP, LM head; each step a data-loading phase, a forward pass, a backward-like\n"
-          "and an AdamW phase — under the profiler, print the report, and leave the trace\n"
-          "(.tally and .json.gz, for `tally report` and Perfetto) in DIR.\n\noptions:\n",
-          f);
-    for (size_t i = 0; i < NOPTIONS; i++) {
-        char left[48];
-        if (options[i].short_name)
-            snprintf(left, sizeof left, "-%c, --%s%s%s", options[i].short_name, options[i].name,
-                     options[i].arg ? " " : "", options[i].arg ? options[i].arg : "");
-        else
-            snprintf(left, sizeof left, "    --%s%s%s", options[i].name, options[i].arg ? " " : "",
-                     options[i].arg ? options[i].arg : "");
-        fprintf(f, "  %-24s %s\n", left, options[i].help);
+    struct demo *d = state;
+    return llama_parse_option(&d->cfg, argc, argv, i, msg, cap);
+}
+
+/* Their names, for "did you mean", read from that help so that the list stays llama's. */
+static const char *const *model_option_names(void)
+{
+    static char text[4096];
+    static const char *names[64];
+    size_t n = 0;
+    FILE *f = fmemopen(text, sizeof text - 1, "w");
+    if (f) {
+        llama_options_help(f, NULL, 1);
+        fclose(f);
     }
+    for (char *p = text; n + 1 < sizeof names / sizeof names[0] && (p = strstr(p, "--"));) {
+        names[n++] = p += 2;
+        p += strcspn(p, " \n");
+        if (*p)
+            *p++ = 0;
+    }
+    names[n] = NULL;
+    return names;
+}
+
+static void model_help(FILE *f)
+{
     llama_config defaults;
     llama_config_default(&defaults);
     defaults.steps = DEMO_STEPS;
-    fputs("\nmodel options:\n", f);
+    fputs("model options:\n", f);
     llama_options_help(f, &defaults, 0);
     fputs(
         "\nTALLY_* environment variables (TALLY_SCHEDULE, TALLY_OUTPUT_DIR, ...) apply as in any\n"
         "profiled program; docs/demo.md describes the workload and what to look for.\n",
         f);
 }
+
+static const cli_command command = {
+    .verb = "demo",
+    .about = "Run the built-in workload — a Llama-style decoder in C on random weights: token\n"
+             "embedding, RMSNorm, rotary embedding, grouped-query attention with a KV cache,\n"
+             "SwiGLU MLP, LM head; each step a data-loading phase, a forward pass, a\n"
+             "backward-like and an AdamW phase — under the profiler, print the report, and\n"
+             "leave the trace (.tally and .json.gz, for `tally report` and Perfetto) in DIR.",
+    CLI_TABLE,
+    .more_help = model_help,
+    .other = model_option,
+    .other_usage = "[model options]",
+    .other_names = model_option_names,
+};
 
 /* The program's side of a window: note where its .tally file went. The Chrome JSON and the
  * report are made from that file after tally_stop, as `tally run` does for other programs. */
@@ -126,14 +147,9 @@ static int write_json(const tl_trace *t, const char *tally_path)
     if (!out)
         return 1;
     snprintf(out, n + 16, "%.*s.json.gz", (int)n, tally_path);
-    tl_error err = {{0}};
-    int rc = 0;
-    if (tl_write_chrome(t, out, &err) != 0) {
-        fprintf(stderr, "tally demo: %s\n", err.msg[0] ? err.msg : out);
-        rc = 1;
-    } else {
+    int rc = cli_write_chrome(command.verb, t, out);
+    if (rc == 0)
         fprintf(stderr, "tally demo: trace %s, %s\n", tally_path, out);
-    }
     free(out);
     return rc;
 }
@@ -213,8 +229,7 @@ static int run_variant(struct demo *d, llama_model *m, const char *name, struct 
         tl_trace t;
         tl_trace_init(&t);
         tl_error err = {{0}};
-        if (tl_load(&t, d->paths[i], 0, &err) != 0) {
-            fprintf(stderr, "tally demo: %s\n", err.msg);
+        if (cli_load(command.verb, &t, d->paths[i], 0) != 0) {
             tl_trace_free(&t);
             return 1;
         }
@@ -223,8 +238,8 @@ static int run_variant(struct demo *d, llama_model *m, const char *name, struct 
         tl_report_opts ro;
         memset(&ro, 0, sizeof ro);
         ro.views = d->views ? d->views : d->default_views;
-        ro.vo.top = d->top >= 0 ? d->top : 0;
-        ro.fmt = d->fmt;
+        ro.vo.top = d->top;
+        ro.fmt = (tl_format)d->fmt;
         ro.unit = TL_UNIT_AUTO;
         ro.header = 1;
         int wrc = tl_report_write(stdout, &t, &ro, &err);
@@ -233,10 +248,8 @@ static int run_variant(struct demo *d, llama_model *m, const char *name, struct 
         st->rms_ns += s.rms_ns, st->rms_calls += s.rms_calls;
         st->step_ns += s.step_ns, st->steps += s.steps;
         tl_trace_free(&t);
-        if (wrc != 0) {
-            fprintf(stderr, "tally demo: %s\n", err.msg);
-            return wrc == -1 ? 2 : 1;
-        }
+        if (wrc != 0)
+            return cli_fail(command.verb, &err);
         fflush(stdout);
     }
     return d->ready_failed;
@@ -262,102 +275,23 @@ static void compare(const struct demo *d, const struct variant_stats *u,
             ((double)u->rms_ns / u->rms_calls) / ((double)f->rms_ns / f->rms_calls), su, sf);
 }
 
+/* The command line into d: CLI_CONTINUE, or the exit status. */
 static int parse(struct demo *d, int argc, char **argv)
 {
+    int rc = cli_parse(&command, argc, argv, d);
+    if (rc != CLI_CONTINUE)
+        return rc;
+    if (d->rmsnorm != RMSNORM_BOTH)
+        d->cfg.rmsnorm = d->rmsnorm == RMSNORM_FUSED ? LLAMA_RMSNORM_FUSED : LLAMA_RMSNORM_UNFUSED;
     char err[200];
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            help(stdout);
-            return -1;
-        }
-        if (!strcmp(a, "--rmsnorm=both") ||
-            (!strcmp(a, "--rmsnorm") && i + 1 < argc && !strcmp(argv[i + 1], "both"))) {
-            d->both = 1;
-            i += a[9] == 0;
-            continue;
-        }
-        if (!strncmp(a, "--rmsnorm", 9))
-            d->both = 0; /* one kind named: run that one only */
-        int r = llama_parse_option(&d->cfg, argc, argv, &i, err, sizeof err);
-        if (r < 0) {
-            fprintf(stderr, "tally demo: %s\n", err);
-            return 2;
-        }
-        if (r > 0)
-            continue;
-        /* the command's own options */
-        const char *val = NULL;
-        int id = -1;
-        for (size_t k = 0; k < NOPTIONS && id < 0; k++) {
-            size_t n = strlen(options[k].name);
-            if (!options[k].arg)
-                continue;
-            if (options[k].short_name && a[0] == '-' && a[1] == options[k].short_name && !a[2])
-                id = (int)options[k].id;
-            else if (!strncmp(a, "--", 2) && !strncmp(a + 2, options[k].name, n) &&
-                     (a[2 + n] == 0 || a[2 + n] == '=')) {
-                id = (int)options[k].id;
-                if (a[2 + n] == '=')
-                    val = a + 3 + n;
-            }
-        }
-        if (id < 0) {
-            fprintf(stderr, "tally demo: unknown option '%s'; 'tally demo --help' lists them\n", a);
-            return 2;
-        }
-        if (!val) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "tally demo: %s needs a value\n", a);
-                return 2;
-            }
-            val = argv[++i];
-        }
-        switch ((enum opt_id)id) {
-        case OPT_OUTPUT:
-            d->outdir = val;
-            break;
-        case OPT_VIEWS:
-            d->views = val;
-            break;
-        case OPT_TOP: {
-            char *end;
-            errno = 0;
-            long v = strtol(val, &end, 10);
-            if (errno || end == val || *end || v < 0 || v > 1000000) {
-                fprintf(stderr, "tally demo: --top: expected a count, got '%s'\n", val);
-                return 2;
-            }
-            d->top = (int)v;
-            break;
-        }
-        case OPT_FORMAT: {
-            int f = tl_format_parse(val);
-            if (f < 0) {
-                fprintf(stderr, "tally demo: --format: expected text, csv or json, got '%s'\n",
-                        val);
-                return 2;
-            }
-            d->fmt = (tl_format)f;
-            break;
-        }
-        case OPT_RMSNORM_BOTH:
-        case OPT_HELP:
-            break;
-        }
-    }
     if (llama_config_check(&d->cfg, err, sizeof err) < 0) {
         fprintf(stderr, "tally demo: %s\n", err);
         return 2;
     }
-    if (d->views) {
-        tl_error e = {{0}};
-        if (tl_report_check_views(d->views, &e) != 0) {
-            fprintf(stderr, "tally demo: %s\n", e.msg);
-            return 2;
-        }
-    }
-    return 0;
+    tl_error e = {{0}};
+    if (d->views && tl_report_check_views(d->views, &e) != 0)
+        return cli_fail(command.verb, &e);
+    return CLI_CONTINUE;
 }
 
 /* The short summary's views, plus the operator view where this build has one (else the ops
@@ -387,14 +321,12 @@ int cmd_demo(int argc, char **argv)
     memset(&d, 0, sizeof d);
     llama_config_default(&d.cfg);
     d.outdir = "tally-out";
-    d.fmt = TL_FMT_TEXT;
-    d.top = -1;
-    d.both = 1;      /* the default shows the fused/unfused comparison */
-    d.cfg.steps = 6; /* per variant: 2 x (6 + 1 warm-up) steps in ~4 s on 2 cores */
+    d.rmsnorm = RMSNORM_BOTH; /* the default shows the fused/unfused comparison */
+    d.cfg.steps = DEMO_STEPS;
     make_default_views(&d);
     int rc = parse(&d, argc, argv);
-    if (rc != 0)
-        return rc < 0 ? 0 : rc;
+    if (rc != CLI_CONTINUE)
+        return rc;
 
     if (mkdir(d.outdir, 0777) != 0 && errno != EEXIST) {
         fprintf(stderr, "tally demo: cannot create %s: %s\n", d.outdir, strerror(errno));
@@ -412,7 +344,7 @@ int cmd_demo(int argc, char **argv)
             llama_param_count(m), d.cfg.layers, d.cfg.dim, d.cfg.heads, d.cfg.kv_heads, d.cfg.ffn,
             d.cfg.vocab, llama_get_config(m)->threads);
     struct variant_stats su, sf;
-    if (d.both) {
+    if (d.rmsnorm == RMSNORM_BOTH) {
         /* json: the two reports as one array, so that stdout stays one document */
         int json = d.fmt == TL_FMT_JSON;
         if (json)

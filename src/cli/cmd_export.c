@@ -3,11 +3,15 @@
  * write it as Chrome trace JSON with PyTorch's conventions (gzip when OUT ends in ".gz"), for
  * Perfetto, chrome://tracing and the tools that read PyTorch traces.
  *
+ * With --background it returns at once and converts in a detached process: that is how a
+ * profiled program that asked for JSON gets it (the library's default trace-ready handler
+ * starts `tally export --background`), without a trace model inside the program.
+ *
  * Exit status: 0; 1 when the input cannot be read or the output cannot be written; 2 on a
  * usage error.
  */
 #include "cli/commands.h"
-#include "trace/model.h"
+#include "cli/runner.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -15,20 +19,32 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char usage[] = "usage: tally export FILE -o OUT.json[.gz] [--background]\n";
+/* The state of one invocation. */
+struct export_args {
+    const char *in;
+    const char *out;
+    int background;
+};
+#define CLI_STATE struct export_args
 
-static void help(FILE *f)
-{
-    fputs(usage, f);
-    fputs("\nWrite a trace (.tally, PyTorch or Paddle JSON, Chrome trace, .json.gz) as Chrome\n"
-          "trace JSON following PyTorch's conventions.\n\noptions:\n"
-          "  -o, --output OUT   the file to write; gzip-compressed when it ends in .gz;\n"
-          "                     '-' writes uncompressed JSON to standard output\n"
-          "  --background       return at once and convert in a detached process (what a\n"
-          "                     profiled program asking for JSON starts)\n"
-          "  -h, --help         this help\n",
-          f);
-}
+static const cli_option options[] = {
+    CLI_OPTION("output", 'o', CLI_STRING, out, "OUT",
+               "the file to write (required); gzip-compressed when it ends in .gz;\n"
+               "'-' writes uncompressed JSON to standard output"),
+    CLI_OPTION("background", 0, CLI_FLAG, background, NULL,
+               "return at once and convert in a detached process (what a profiled\n"
+               "program asking for JSON starts)"),
+};
+
+static const cli_command command = {
+    .verb = "export",
+    .operands = "FILE",
+    .what = "an input file",
+    .operands_off = offsetof(CLI_STATE, in),
+    .about = "Write a trace (.tally, PyTorch or Paddle JSON, Chrome trace, .json.gz) as Chrome\n"
+             "trace JSON following PyTorch's conventions.",
+    CLI_TABLE,
+};
 
 static double now_s(void)
 {
@@ -39,45 +55,15 @@ static double now_s(void)
 
 int cmd_export(int argc, char **argv)
 {
-    const char *in = NULL, *out = NULL;
-    int background = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            help(stdout);
-            return 0;
-        }
-        if (!strcmp(a, "--background")) {
-            background = 1;
-            continue;
-        }
-        if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "tally export: %s needs a file name\n", a);
-                return 2;
-            }
-            out = argv[++i];
-        } else if (!strncmp(a, "--output=", 9)) {
-            out = a + 9;
-        } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "tally export: unknown option '%s'; 'tally export --help' lists them\n",
-                    a);
-            return 2;
-        } else if (in) {
-            fprintf(stderr, "tally export: one input file expected, got '%s' and '%s'\n", in, a);
-            return 2;
-        } else {
-            in = a;
-        }
-    }
-    if (!in || !out || !*out) {
-        fprintf(stderr, "tally export: %s%s", !in ? "an input file is expected\n" : "",
-                !out || !*out ? "-o OUT is required\n" : "");
-        fputs(usage, stderr);
+    struct export_args a = {0};
+    int rc = cli_parse(&command, argc, argv, &a);
+    if (rc != CLI_CONTINUE)
+        return rc;
+    if (!a.out) {
+        fprintf(stderr, "tally export: -o OUT is required (the file to write, or '-')\n");
         return 2;
     }
-
-    if (background && strcmp(out, "-") != 0) {
+    if (a.background && strcmp(a.out, "-") != 0) {
         /* the caller (a profiled program) waits for this process only: the work goes on in a
          * grandchild that init adopts, so the caller is never held up and leaves no zombie */
         pid_t pid = fork();
@@ -92,46 +78,12 @@ int cmd_export(int argc, char **argv)
     double t0 = now_s();
     tl_trace t;
     tl_trace_init(&t);
-    tl_error err = {{0}};
-    int status = 0;
-    if (tl_load(&t, in, 1, &err) != 0) {
-        fprintf(stderr, "tally export: %s\n", err.msg);
-        status = 1;
-        goto done;
-    }
-    if (!t.finished && tl_trace_finish(&t) != 0) {
-        fprintf(stderr, "tally export: %s: out of memory\n", in);
-        status = 1;
-        goto done;
-    }
-    int rc;
-    char tmp[4096];
-    if (!strcmp(out, "-")) {
-        rc = tl_write_chrome_file(&t, stdout, &err);
-    } else if (snprintf(tmp, sizeof tmp, "%s.tmp%d%s", out, (int)getpid(),
-                        strlen(out) > 3 && !strcmp(out + strlen(out) - 3, ".gz") ? ".gz" : "") >=
-               (int)sizeof tmp) {
-        tl_error_set(&err, "%s: path too long", out);
-        rc = -1;
-    } else {
-        /* written under a temporary name and renamed: a reader never sees half a file */
-        rc = tl_write_chrome(&t, tmp, &err);
-        if (rc == 0 && rename(tmp, out) != 0) {
-            tl_error_set(&err, "%s: %s", out, strerror(errno));
-            rc = -1;
-        }
-        if (rc != 0)
-            unlink(tmp);
-    }
-    if (rc != 0) {
-        fprintf(stderr, "tally export: %s\n", err.msg[0] ? err.msg : out);
-        status = 1;
-        goto done;
-    }
+    int status = cli_load(command.verb, &t, a.in, 1);
+    if (status == 0)
+        status = cli_write_chrome(command.verb, &t, a.out);
     double dt = now_s() - t0;
-    if (strcmp(out, "-") != 0 && dt > 1.0)
-        fprintf(stderr, "tally export: %zu events written to %s in %.1f s\n", t.nev, out, dt);
-done:
+    if (status == 0 && strcmp(a.out, "-") != 0 && dt > 1.0)
+        fprintf(stderr, "tally export: %zu events written to %s in %.1f s\n", t.nev, a.out, dt);
     tl_trace_free(&t);
     return status;
 }

@@ -6,18 +6,30 @@
  * points (src/collect/), which start a session configured by the TALLY_* variables set here.
  * The child writes its own trace when it exits (one per process: torchrun workers and other
  * children each write theirs, in rank<N>/ folders when the launcher gives ranks). Afterwards
- * every new Chrome trace gets the ".pt.trace.json.gz" ending that TensorBoard's profiler
- * plugin looks for, and we exit with the program's status (128+signal when it was killed),
- * having passed SIGINT, SIGTERM and SIGHUP on to it.
+ * every new trace is converted to Chrome JSON with the ".pt.trace.json.gz" ending that
+ * TensorBoard's profiler plugin looks for and its report printed, and we exit with the
+ * program's status (128+signal when it was killed), having passed SIGINT, SIGTERM and SIGHUP
+ * on to it.
  *
- * Exit status: the program's; 2 on a usage error; 127 when the program cannot be started.
+ * Everything is checked before the program starts: the options, and every TALLY_* setting the
+ * program will see (the names against the one list in src/record/env_check.c, the values with
+ * the library's own tally_config_from_env), so that a typo fails here, in one line, instead of
+ * inside the program at its first NVTX call. A statically linked program cannot load
+ * libtally.so (NVTX would dlopen it into a process without a dynamic loader and crash): it is
+ * run as it is, unprofiled, with a line saying so.
+ *
+ * Exit status: the program's; 2 on a usage error or a bad setting; 127 when the program cannot
+ * be started.
  */
 #include "cli/commands.h"
+#include "cli/runner.h"
+#include "record/env_check.h"
 #include "record/schedule.h"
 #include "report/summary.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -31,80 +43,68 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char usage[] =
-    "usage: tally run [-o DIR] [--name PATTERN] [--schedule SPEC] [--step-range NAME]\n"
-    "                 [--write LIST] [--gpu|--no-gpu] [--no-nvtx] [--quiet] -- PROGRAM [ARGS]\n";
-
-enum opt_id {
-    OPT_OUTPUT,
-    OPT_NAME,
-    OPT_SCHEDULE,
-    OPT_STEP_RANGE,
-    OPT_WRITE,
-    OPT_NO_GPU,
-    OPT_NO_NVTX,
-    OPT_QUIET,
-    OPT_HELP
-};
-
-static const struct option_def {
-    enum opt_id id;
-    const char *name; /* long form, without "--" */
-    char short_name;  /* 0 = none */
-    const char *arg;  /* argument name, NULL = flag */
-    const char *help;
-} options[] = {
-    {OPT_OUTPUT, "output", 'o', "DIR", "write traces under DIR (default: the current folder)"},
-    {OPT_NAME, "name", 0, "PATTERN", "file names, with {host} {pid} {rank} {time}"},
-    {OPT_SCHEDULE, "schedule", 0, "SPEC",
-     "steps to record: \"wait=1,warmup=1,active=3,repeat=1\" or \"3:10\""},
-    {OPT_STEP_RANGE, "step-range", 0, "NAME", "a step ends where an NVTX range named NAME ends"},
-    {OPT_WRITE, "write", 0, "LIST", "outputs: tally,json,json.gz,summary (default all but json)"},
-    {OPT_NO_GPU, "no-gpu", 0, NULL, "do not record GPU activity (no CUDA injection)"},
-    {OPT_NO_NVTX, "no-nvtx", 0, NULL, "do not record NVTX ranges"},
-    {OPT_QUIET, "quiet", 'q', NULL, "print nothing but errors (no summary)"},
-    {OPT_HELP, "help", 'h', NULL, "this help"},
-};
-#define NOPTIONS (sizeof options / sizeof options[0])
-
-static void help(FILE *f)
-{
-    fputs(usage, f);
-    fputs("\nRuns PROGRAM with libtally injected through NVTX_INJECTION64_PATH and\n"
-          "CUDA_INJECTION64_PATH: its NVTX ranges (PyTorch's emit_nvtx ops become operators\n"
-          "with their input shapes), CUDA kernels, copies, memsets, API calls and device\n"
-          "allocations are recorded, with no change to the program. Every process writes\n"
-          "DIR/[rank<N>/]tally-<host>-<pid>.tally and a Chrome trace ending .pt.trace.json.gz\n"
-          "(TensorBoard's profiler plugin reads it), and prints its summary at exit.\n"
-          "Exits with the program's status (128+signal when killed).\n"
-          "\noptions:\n",
-          f);
-    for (size_t i = 0; i < NOPTIONS; i++) {
-        char left[48];
-        if (options[i].short_name)
-            snprintf(left, sizeof left, "-%c, --%s%s%s", options[i].short_name, options[i].name,
-                     options[i].arg ? " " : "", options[i].arg ? options[i].arg : "");
-        else
-            snprintf(left, sizeof left, "    --%s%s%s", options[i].name, options[i].arg ? " " : "",
-                     options[i].arg ? options[i].arg : "");
-        fprintf(f, "  %-26s %s\n", left, options[i].help);
-    }
-    fputs("\nOther TALLY_* variables in the environment (TALLY_MEMORY_CAP, ...) pass through.\n"
-          "See docs/run.md.\n",
-          f);
-}
-
 /* The state of one invocation. */
 struct run_state {
     const char *output;
     const char *name;
     const char *schedule;
     const char *step_range;
-    const char *write;
+    unsigned write; /* --write: what tally run makes after the program; 0 = not given */
     int no_gpu, no_nvtx, quiet;
-    unsigned write_set; /* TALLY_WRITE_* that tally run makes after the program */
-    char **argv; /* the program and its arguments */
+    char **argv;   /* the program and its arguments */
+    int is_static; /* the program is statically linked: no injection */
     time_t started;
+};
+#define CLI_STATE struct run_state
+
+static int parse_write(const char *value, void *field)
+{
+    return tally__parse_write(value, field);
+}
+
+static const cli_option options[] = {
+    CLI_OPTION("output", 'o', CLI_STRING, output, "DIR",
+               "write traces under DIR (default: the current folder)"),
+    CLI_OPTION("name", 0, CLI_STRING, name, "PATTERN",
+               "file names, with {host} {pid} {rank} {time} (TALLY_NAME)"),
+    CLI_OPTION("schedule", 0, CLI_STRING, schedule, "SPEC",
+               "steps to record (TALLY_SCHEDULE): \"wait=1,warmup=1,active=3,repeat=1\"\n"
+               "or \"3:10\""),
+    CLI_OPTION("step-range", 0, CLI_STRING, step_range, "NAME",
+               "a step ends where an NVTX range named NAME ends (TALLY_STEP_RANGE)"),
+    CLI_PARSED("write", write, "LIST", parse_write,
+               "a comma-separated list of tally, json, json.gz, summary",
+               "outputs: tally,json,json.gz,summary (default all but json; TALLY_WRITE)"),
+    CLI_OPTION("no-gpu", 0, CLI_FLAG, no_gpu, NULL,
+               "do not record GPU activity (no CUDA injection)"),
+    CLI_OPTION("no-nvtx", 0, CLI_FLAG, no_nvtx, NULL, "do not record NVTX ranges"),
+    CLI_OPTION("quiet", 'q', CLI_FLAG, quiet, NULL, "print nothing but errors (no summary)"),
+};
+
+static void settings_help(FILE *f)
+{
+    fputs("Other TALLY_* variables in the environment (TALLY_MEMORY_CAP, ...) pass through. Every\n"
+          "setting is checked before PROGRAM starts: an unknown TALLY_* name or a bad value is\n"
+          "an error (exit status 2). A statically linked PROGRAM cannot be injected: it runs\n"
+          "unprofiled. See docs/run.md.\n",
+          f);
+}
+
+static const cli_command command = {
+    .verb = "run",
+    .operands = "PROGRAM [ARGS]",
+    .what = "a program to run",
+    .operands_off = offsetof(CLI_STATE, argv),
+    .program_follows = 1,
+    .about = "Runs PROGRAM with libtally injected through NVTX_INJECTION64_PATH and\n"
+             "CUDA_INJECTION64_PATH: its NVTX ranges (PyTorch's emit_nvtx ops become operators\n"
+             "with their input shapes), CUDA kernels, copies, memsets, API calls and device\n"
+             "allocations are recorded, with no change to the program. Every process writes\n"
+             "DIR/[rank<N>/]tally-<host>-<pid>.tally; after the program, tally converts each to\n"
+             "a Chrome trace ending .pt.trace.json.gz (TensorBoard's profiler plugin reads it)\n"
+             "and prints its summary. Exits with the program's status (128+signal when killed).",
+    CLI_TABLE,
+    .more_help = settings_help,
 };
 
 static volatile sig_atomic_t g_child;
@@ -115,84 +115,189 @@ static void forward_signal(int sig)
         kill((pid_t)g_child, sig);
 }
 
-static int parse(struct run_state *st, int argc, char **argv)
+/* ---- the settings check ----------------------------------------------------------------- */
+
+/* tally_config_from_env on the settings now in the environment. It prints its one-line reason
+ * on stderr: caught here into msg (without its "tally: " and newline) so that the caller can
+ * say it in its own words. Returns 0, or -1 with msg set. */
+static int session_check(char *msg, size_t cap)
 {
-    int i = 1;
-    for (; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--")) {
-            i++;
-            break;
+    tally_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    msg[0] = 0;
+    int p[2], saved = -1;
+    fflush(stderr);
+    /* non-blocking: the message is one short line, far below a pipe's capacity */
+    if (pipe2(p, O_CLOEXEC | O_NONBLOCK) == 0) {
+        saved = dup(2);
+        if (saved < 0 || dup2(p[1], 2) < 0) {
+            if (saved >= 0)
+                close(saved);
+            saved = -1;
         }
-        if (a[0] != '-' || a[1] == 0)
-            break; /* the program */
-        const struct option_def *o = NULL;
-        const char *val = NULL;
-        for (size_t k = 0; k < NOPTIONS && !o; k++) {
-            if (a[1] == '-') {
-                size_t n = strlen(options[k].name);
-                if (!strncmp(a + 2, options[k].name, n) && (a[2 + n] == 0 || a[2 + n] == '=')) {
-                    o = &options[k];
-                    if (a[2 + n] == '=')
-                        val = a + 3 + n;
-                }
-            } else if (options[k].short_name && a[1] == options[k].short_name) {
-                o = &options[k];
-                if (a[2])
-                    val = a + 2;
-            }
-        }
-        if (!o) {
-            fprintf(stderr, "tally run: unknown option '%s' ('tally run --help' lists them)\n", a);
-            return -1;
-        }
-        if (o->arg && !val) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "tally run: option '%s' expects %s\n", a, o->arg);
-                return -1;
-            }
-            val = argv[++i];
-        } else if (!o->arg && val) {
-            fprintf(stderr, "tally run: option '%s' takes no value\n", a);
-            return -1;
-        }
-        switch (o->id) {
-        case OPT_OUTPUT:
-            st->output = val;
-            break;
-        case OPT_NAME:
-            st->name = val;
-            break;
-        case OPT_SCHEDULE:
-            st->schedule = val;
-            break;
-        case OPT_STEP_RANGE:
-            st->step_range = val;
-            break;
-        case OPT_WRITE:
-            st->write = val;
-            break;
-        case OPT_NO_GPU:
-            st->no_gpu = 1;
-            break;
-        case OPT_NO_NVTX:
-            st->no_nvtx = 1;
-            break;
-        case OPT_QUIET:
-            st->quiet = 1;
-            break;
-        case OPT_HELP:
-            help(stdout);
-            return 1;
-        }
+        close(p[1]);
     }
-    if (i >= argc) {
-        fprintf(stderr, "tally run: no program given\n%s", usage);
-        return -1;
+    int rc = tally_config_from_env(&cfg);
+    if (saved >= 0) {
+        fflush(stderr);
+        dup2(saved, 2);
+        close(saved);
+        ssize_t n = read(p[0], msg, cap - 1);
+        msg[n > 0 ? n : 0] = 0;
+        msg[strcspn(msg, "\n")] = 0;
+        if (!strncmp(msg, "tally: ", 7))
+            memmove(msg, msg + 7, strlen(msg + 7) + 1);
+        close(p[0]);
     }
-    st->argv = argv + i;
+    if (rc == 0 && msg[0]) /* not an error: pass it on */
+        fprintf(stderr, "tally run: %s\n", msg);
+    if (rc != 0 && !msg[0])
+        snprintf(msg, cap, "the TALLY_* settings are not valid: %s", tally_strerror(rc));
+    return rc == 0 ? 0 : -1;
+}
+
+/* Every TALLY_* setting the program would see now: 0, or -1 with one line in msg. */
+static int settings_check(char *msg, size_t cap)
+{
+    return tally__env_check(msg, cap) != 0 || session_check(msg, cap) != 0 ? -1 : 0;
+}
+
+/* The settings the options give the program. */
+static const struct {
+    const char *option;
+    const char *variable;
+    size_t off; /* the option's value in struct run_state */
+} option_settings[] = {
+    {"--name", "TALLY_NAME", offsetof(CLI_STATE, name)},
+    {"--schedule", "TALLY_SCHEDULE", offsetof(CLI_STATE, schedule)},
+    {"--step-range", "TALLY_STEP_RANGE", offsetof(CLI_STATE, step_range)},
+};
+
+/* Set the program's settings in this process (tally run is single-threaded until it forks:
+ * the child inherits them), checking after each, so that an error names what the user typed:
+ * first the inherited TALLY_* variables, then each option. Returns 0, or 2 after one line. */
+static int set_settings(struct run_state *st)
+{
+    char msg[512];
+    if (settings_check(msg, sizeof msg) != 0) {
+        fprintf(stderr, "tally run: %s\n", msg);
+        return 2;
+    }
+    /* what tally run makes after the program: --write, else TALLY_WRITE (checked above) */
+    const char *w = getenv("TALLY_WRITE");
+    if (!st->write && (!w || tally__parse_write(w, &st->write) != 0))
+        st->write = TALLY_WRITE_TALLY | TALLY_WRITE_JSON_GZ | TALLY_WRITE_SUMMARY;
+    for (size_t i = 0; i < sizeof option_settings / sizeof option_settings[0]; i++) {
+        const char *value = *(const char *const *)((const char *)st + option_settings[i].off);
+        if (!value)
+            continue;
+        setenv(option_settings[i].variable, value, 1);
+        if (settings_check(msg, sizeof msg) == 0)
+            continue;
+        /* the library names the variable ("TALLY_SCHEDULE=\"x\": expected ..."): say the
+         * option instead */
+        char said[256];
+        snprintf(said, sizeof said, "%s=\"%s\": ", option_settings[i].variable, value);
+        const char *why = !strncmp(msg, said, strlen(said)) ? msg + strlen(said) : msg;
+        fprintf(stderr, "tally run: %s '%s': %s\n", option_settings[i].option, value, why);
+        return 2;
+    }
+    if (st->quiet)
+        setenv("TALLY_QUIET", "1", 1);
+    /* the program writes the .tally file only; JSON and the report are made here after */
+    setenv("TALLY_WRITE", "tally", 1);
+    setenv("TALLY_RANK_DIRS", "1", 1);
     return 0;
 }
+
+/* ---- statically linked programs ------------------------------------------------------------ */
+
+static int executable_file(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode) && access(path, X_OK) == 0;
+}
+
+/* The file execvp would run for name: name itself when it has a '/', else the first executable
+ * of that name in a PATH folder. 0, or -1 when there is none. */
+static int resolve_program(const char *name, char *out, size_t cap)
+{
+    if (strchr(name, '/'))
+        return snprintf(out, cap, "%s", name) < (int)cap && executable_file(out) ? 0 : -1;
+    const char *path = getenv("PATH");
+    if (!path)
+        path = "/bin:/usr/bin"; /* glibc's execvp default */
+    for (const char *p = path;;) {
+        size_t n = strcspn(p, ":");
+        int len = n ? (int)n : 1;
+        if (snprintf(out, cap, "%.*s/%s", len, n ? p : ".", name) < (int)cap &&
+            executable_file(out))
+            return 0;
+        if (!p[n])
+            return -1;
+        p += n + 1;
+    }
+}
+
+/* Does the ELF file have a program interpreter (the dynamic loader)? 1 yes, 0 no, -1 when it is
+ * not an ELF file we can read. */
+static int elf_has_interp(int fd, const unsigned char *head, size_t n)
+{
+    if (n < sizeof(Elf32_Ehdr) || memcmp(head, ELFMAG, SELFMAG) != 0)
+        return -1;
+    int is64 = head[EI_CLASS] == ELFCLASS64;
+    if (is64 && n < sizeof(Elf64_Ehdr))
+        return -1;
+    Elf64_Ehdr eh64;
+    Elf32_Ehdr eh32;
+    memcpy(is64 ? (void *)&eh64 : (void *)&eh32, head, is64 ? sizeof eh64 : sizeof eh32);
+    uint64_t off = is64 ? eh64.e_phoff : eh32.e_phoff;
+    unsigned num = is64 ? eh64.e_phnum : eh32.e_phnum;
+    unsigned size = is64 ? eh64.e_phentsize : eh32.e_phentsize;
+    if (size < (is64 ? sizeof(Elf64_Phdr) : sizeof(Elf32_Phdr)))
+        return -1;
+    for (unsigned i = 0; i < num; i++) {
+        Elf64_Phdr ph64;
+        Elf32_Phdr ph32;
+        void *ph = is64 ? (void *)&ph64 : (void *)&ph32;
+        size_t want = is64 ? sizeof ph64 : sizeof ph32;
+        if (pread(fd, ph, want, (off_t)(off + (uint64_t)i * size)) != (ssize_t)want)
+            return -1;
+        if ((is64 ? ph64.p_type : ph32.p_type) == PT_INTERP)
+            return 1;
+    }
+    return 0;
+}
+
+/* 1 when the program at path is statically linked (an ELF file without a program interpreter);
+ * a "#!" script is judged by its interpreter ("#!/usr/bin/env NAME" by NAME on PATH). 0 when it
+ * is dynamically linked or cannot be told. */
+static int statically_linked(const char *path, int depth)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    unsigned char head[512];
+    ssize_t n = pread(fd, head, sizeof head - 1, 0);
+    int interp = n > 0 ? elf_has_interp(fd, head, (size_t)n) : -1;
+    close(fd);
+    if (interp >= 0)
+        return !interp;
+    if (n < 3 || head[0] != '#' || head[1] != '!' || depth >= 4)
+        return 0;
+    head[n] = 0;
+    char *line = (char *)head + 2, *save = NULL;
+    line[strcspn(line, "\n")] = 0;
+    const char *word = strtok_r(line, " \t", &save);
+    if (word && !strcmp(strrchr(word, '/') ? strrchr(word, '/') + 1 : word, "env"))
+        while ((word = strtok_r(NULL, " \t", &save)) && word[0] == '-')
+            ; /* env's options: the program is the first other word */
+    char next[PATH_MAX];
+    return word && resolve_program(word, next, sizeof next) == 0 &&
+           statically_linked(next, depth + 1);
+}
+
+/* ---- after the program ------------------------------------------------------------------- */
 
 /* mkdir -p */
 static int make_dirs(const char *path)
@@ -225,37 +330,29 @@ static int ends_with(const char *s, const char *suffix)
  * program itself only wrote the .tally file: nothing of this ran inside it. */
 static int finish_trace(const struct run_state *st, const char *path)
 {
-    int want_summary = (st->write_set & TALLY_WRITE_SUMMARY) && !st->quiet;
-    int want_json = st->write_set & (TALLY_WRITE_JSON | TALLY_WRITE_JSON_GZ);
+    int want_summary = (st->write & TALLY_WRITE_SUMMARY) && !st->quiet;
+    int want_json = st->write & (TALLY_WRITE_JSON | TALLY_WRITE_JSON_GZ);
     if (!st->quiet)
         fprintf(stderr, "tally run: wrote %s\n", path);
     if (!want_summary && !want_json)
         return 0;
     tl_trace t;
     tl_trace_init(&t);
-    tl_error err = {{0}};
-    int rc = 0;
-    if (tl_load(&t, path, 1, &err) != 0) {
-        fprintf(stderr, "tally run: %s\n", err.msg);
-        tl_trace_free(&t);
-        return 1;
-    }
+    int rc = cli_load(command.verb, &t, path, 1);
     size_t n = strlen(path) - strlen(".tally");
-    const char *exts[2] = {(st->write_set & TALLY_WRITE_JSON) ? ".pt.trace.json" : NULL,
-                           (st->write_set & TALLY_WRITE_JSON_GZ) ? ".pt.trace.json.gz" : NULL};
-    for (int i = 0; i < 2; i++) {
+    const char *exts[2] = {(st->write & TALLY_WRITE_JSON) ? ".pt.trace.json" : NULL,
+                           (st->write & TALLY_WRITE_JSON_GZ) ? ".pt.trace.json.gz" : NULL};
+    for (int i = 0; i < 2 && rc == 0; i++) {
         if (!exts[i])
             continue;
         char to[PATH_MAX + 32];
         snprintf(to, sizeof to, "%.*s%s", (int)n, path, exts[i]);
-        if (tl_write_chrome(&t, to, &err) != 0) {
-            fprintf(stderr, "tally run: %s\n", err.msg[0] ? err.msg : to);
+        if (cli_write_chrome(command.verb, &t, to) != 0)
             rc = 1;
-        } else if (!st->quiet) {
+        else if (!st->quiet)
             fprintf(stderr, "tally run: wrote %s\n", to);
-        }
     }
-    if (want_summary) {
+    if (want_summary && t.nev) {
         fprintf(stderr, "\n%s\n", path);
         tl_summary_print(stderr, &t);
     }
@@ -303,33 +400,12 @@ static int driver_present(void)
     return 1;
 }
 
-static int run(struct run_state *st)
-{
-    const char *lib = cli_libtally_path();
-    if (!lib) {
-        fprintf(stderr, "tally run: libtally.so not found next to %s or in ../lib\n", cli_argv0);
-        return 2;
-    }
-    char libabs[PATH_MAX];
-    if (!realpath(lib, libabs)) {
-        fprintf(stderr, "tally run: %s: %s\n", lib, strerror(errno));
-        return 2;
-    }
-    const char *out = st->output ? st->output : ".";
-    if (make_dirs(out) != 0) {
-        fprintf(stderr, "tally run: cannot create output folder %s: %s\n", out, strerror(errno));
-        return 2;
-    }
-    char outabs[PATH_MAX];
-    if (!realpath(out, outabs)) {
-        fprintf(stderr, "tally run: %s: %s\n", out, strerror(errno));
-        return 2;
-    }
-    if (!st->no_gpu && !driver_present())
-        fprintf(stderr, "tally run: no CUDA driver (libcuda.so.1) on this machine; recording "
-                        "NVTX and host activity only\n");
+/* ---- the run -------------------------------------------------------------------------------- */
 
-    st->started = time(NULL) - 1; /* mtime has 1 s resolution on some file systems */
+/* Start the program and wait for it: 0 with its wait status in *wstatus, or the exit status of
+ * tally run when it could not be started (127; 2 on a system error), after one line. */
+static int spawn_and_wait(struct run_state *st, const char *lib, int *wstatus)
+{
     fflush(stdout);
     fflush(stderr);
     int fail[2]; /* close-on-exec: the child writes errno here when exec fails */
@@ -344,22 +420,10 @@ static int run(struct run_state *st)
     }
     if (pid == 0) {
         close(fail[0]);
-        if (!st->no_nvtx)
-            setenv("NVTX_INJECTION64_PATH", libabs, 1);
-        if (!st->no_gpu)
-            setenv("CUDA_INJECTION64_PATH", libabs, 1);
-        setenv("TALLY_OUTPUT_DIR", outabs, 1);
-        setenv("TALLY_RANK_DIRS", "1", 1);
-        if (st->name)
-            setenv("TALLY_NAME", st->name, 1);
-        if (st->schedule)
-            setenv("TALLY_SCHEDULE", st->schedule, 1);
-        if (st->step_range)
-            setenv("TALLY_STEP_RANGE", st->step_range, 1);
-        /* the program writes the .tally file only; JSON and the report are made here after */
-        setenv("TALLY_WRITE", "tally", 1);
-        if (st->quiet)
-            setenv("TALLY_QUIET", "1", 1);
+        if (!st->no_nvtx && !st->is_static)
+            setenv("NVTX_INJECTION64_PATH", lib, 1);
+        if (!st->no_gpu && !st->is_static)
+            setenv("CUDA_INJECTION64_PATH", lib, 1);
         execvp(st->argv[0], st->argv);
         int e = errno;
         if (write(fail[1], &e, sizeof e) < 0)
@@ -387,26 +451,65 @@ static int run(struct run_state *st)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
 
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0) {
+    while (waitpid(pid, wstatus, 0) < 0) {
         if (errno != EINTR) {
             fprintf(stderr, "tally run: waitpid: %s\n", strerror(errno));
             return 2;
         }
     }
     g_child = 0;
-    int rc;
-    if (WIFEXITED(status))
-        rc = WEXITSTATUS(status);
-    else if (WIFSIGNALED(status))
-        rc = 128 + WTERMSIG(status);
-    else
-        rc = 1;
+    return 0;
+}
+
+static int run(struct run_state *st)
+{
+    const char *lib = cli_libtally_path();
+    if (!lib) {
+        fprintf(stderr, "tally run: libtally.so not found next to %s or in ../lib\n", cli_argv0);
+        return 2;
+    }
+    char libabs[PATH_MAX];
+    if (!realpath(lib, libabs)) {
+        fprintf(stderr, "tally run: %s: %s\n", lib, strerror(errno));
+        return 2;
+    }
+    int bad = set_settings(st);
+    if (bad)
+        return bad;
+    char prog[PATH_MAX];
+    st->is_static =
+        resolve_program(st->argv[0], prog, sizeof prog) == 0 && statically_linked(prog, 0);
+    if (st->is_static)
+        fprintf(stderr,
+                "tally run: %s is statically linked: tally cannot be injected into it; running "
+                "it unprofiled (link it with -ltally to record it)\n",
+                st->argv[0]);
+    const char *out = st->output ? st->output : ".";
+    if (make_dirs(out) != 0) {
+        fprintf(stderr, "tally run: cannot create output folder %s: %s\n", out, strerror(errno));
+        return 2;
+    }
+    char outabs[PATH_MAX];
+    if (!realpath(out, outabs)) {
+        fprintf(stderr, "tally run: %s: %s\n", out, strerror(errno));
+        return 2;
+    }
+    setenv("TALLY_OUTPUT_DIR", outabs, 1);
+    if (!st->no_gpu && !st->is_static && !driver_present())
+        fprintf(stderr, "tally run: no CUDA driver (libcuda.so.1) on this machine; recording "
+                        "NVTX and host activity only\n");
+
+    st->started = time(NULL) - 1; /* mtime has 1 s resolution on some file systems */
+    int status = 0;
+    int rc = spawn_and_wait(st, libabs, &status);
+    if (rc != 0)
+        return rc;
+    rc = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
     int failed = 0;
     int n = collect_outputs(st, outabs, 0, &failed);
     if (failed && rc == 0)
         rc = 1;
-    if (n == 0 && !st->quiet)
+    if (n == 0 && !st->quiet && !st->is_static)
         fprintf(stderr,
                 "tally run: no trace was written (the program made no NVTX or CUDA call%s)\n",
                 WIFSIGNALED(status) ? ", or it was killed" : "");
@@ -419,17 +522,8 @@ int cmd_run(int argc, char **argv)
 {
     struct run_state st;
     memset(&st, 0, sizeof st);
-    int p = parse(&st, argc, argv);
-    if (p != 0)
-        return p > 0 ? 0 : 2;
-    const char *w = st.write ? st.write : getenv("TALLY_WRITE");
-    st.write_set = TALLY_WRITE_TALLY | TALLY_WRITE_JSON_GZ | TALLY_WRITE_SUMMARY;
-    if (w && tally__parse_write(w, &st.write_set) != 0) {
-        fprintf(stderr,
-                "tally run: %s '%s': expected a comma-separated list of tally, json, json.gz, "
-                "summary\n",
-                st.write ? "--write" : "TALLY_WRITE", w);
-        return 2;
-    }
+    int rc = cli_parse(&command, argc, argv, &st);
+    if (rc != CLI_CONTINUE)
+        return rc;
     return run(&st);
 }

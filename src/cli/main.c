@@ -5,6 +5,7 @@
  * is a failure, not silence).
  */
 #include "cli/commands.h"
+#include "record/env_check.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -38,26 +39,6 @@ static void usage(FILE *f)
     for (size_t i = 0; i < NCOMMANDS; i++)
         fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
     fprintf(f, "\n'tally <verb> --help' describes a verb.\n");
-}
-
-/* Levenshtein distance, for "did you mean". */
-static int distance(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 32 || lb > 32)
-        return 99;
-    int d[33][33];
-    for (size_t i = 0; i <= la; i++)
-        d[i][0] = (int)i;
-    for (size_t j = 0; j <= lb; j++)
-        d[0][j] = (int)j;
-    for (size_t i = 1; i <= la; i++)
-        for (size_t j = 1; j <= lb; j++) {
-            int c = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
-            int x = d[i - 1][j] + 1, y = d[i][j - 1] + 1;
-            d[i][j] = c < x ? (c < y ? c : y) : (x < y ? x : y);
-        }
-    return d[la][lb];
 }
 
 static int close_stdout(int status)
@@ -97,15 +78,7 @@ int main(int argc, char **argv)
         if (!strcmp(commands[i].name, verb))
             return close_stdout(commands[i].fn(argc - 1, argv + 1));
 
-    const char *best = NULL;
-    int bestd = 3;
-    for (size_t i = 0; i < NCOMMANDS; i++) {
-        int dd = distance(verb, commands[i].name);
-        if (dd < bestd) {
-            bestd = dd;
-            best = commands[i].name;
-        }
-    }
+    const char *best = tally__nearest_name(verb, &commands[0].name, NCOMMANDS, sizeof commands[0]);
     if (best)
         fprintf(stderr, "tally: unknown verb '%s'; did you mean '%s'?\n", verb, best);
     else

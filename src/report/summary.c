@@ -114,7 +114,8 @@ static int select_views(const char *views, int *selected, int *explicit_all, tl_
                     for (int i = 0; i < tl_nview_defs && k + 1 < sizeof names; i++)
                         k += (size_t)snprintf(names + k, sizeof names - k, "%s%s", i ? "," : "",
                                               tl_view_defs[i].name);
-                    tl_error_set(err, "unknown view '%s'; expected one of: all,%s", word, names);
+                    tl_error_setc(err, TL_ERR_USAGE, "unknown view '%s'; expected one of: all,%s",
+                                  word, names);
                     return -1;
                 }
                 selected[d - tl_view_defs] = 1;
@@ -228,22 +229,22 @@ int tl_report_write(FILE *f, const tl_trace *t, const tl_report_opts *o, tl_erro
             sort_accepted = 1;
         }
         if (!res[i]) {
-            tl_error_set(err, "%s: %s", d->name, verr.msg[0] ? verr.msg : "failed");
+            tl_error_setc(err, verr.code, "%s: %s", d->name, verr.msg[0] ? verr.msg : "failed");
             rc = -2;
             goto out;
         }
     }
     if (sort_given && !sort_accepted) {
         if (!sortable_selected)
-            tl_error_set(err,
-                         "--sort '%s': none of the selected views is sortable (sortable: ranges "
-                         "and the operator, kernel and gaps views)",
-                         o->vo.sort);
+            tl_error_setc(err, TL_ERR_USAGE,
+                          "--sort '%s': none of the selected views is sortable (sortable: ranges "
+                          "and the operator, kernel and gaps views)",
+                          o->vo.sort);
         else
-            tl_error_set(err,
-                         "unknown sort key '%s' for the selected views (%s takes its column "
-                         "keys or titles, e.g. total_us, self_us, calls)",
-                         o->vo.sort, first_sortable);
+            tl_error_setc(err, TL_ERR_USAGE,
+                          "unknown sort key '%s' for the selected views (%s takes its column "
+                          "keys or titles, e.g. total_us, self_us, calls)",
+                          o->vo.sort, first_sortable);
         rc = -1;
         goto out;
     }

@@ -521,14 +521,14 @@ int tl_write_chrome_file(const tl_trace *t, FILE *out, tl_error *err)
     jw w = {0};
     w.buf = malloc(OUT_BLOCK * 2 + OUT_BLOCK / 2);
     if (!w.buf) {
-        tl_error_set(err, "out of memory");
+        tl_error_setc(err, TL_ERR_NOMEM, "out of memory");
         return -1;
     }
     w.f = out;
     int rc = write_all(&w, t, t->path);
     free(w.buf);
     if (rc != 0 || fflush(out) != 0) {
-        tl_error_set(err, "error writing the trace: %s", strerror(errno));
+        tl_error_setc(err, TL_ERR_IO, "error writing the trace: %s", strerror(errno));
         return -1;
     }
     return 0;
@@ -541,7 +541,7 @@ int tl_write_chrome(const tl_trace *t, const char *path, tl_error *err)
     jw w = {0};
     w.buf = malloc(OUT_BLOCK * 2 + OUT_BLOCK / 2);
     if (!w.buf) {
-        tl_error_set(err, "out of memory");
+        tl_error_setc(err, TL_ERR_NOMEM, "out of memory");
         return -1;
     }
     if (gz) {
@@ -550,7 +550,7 @@ int tl_write_chrome(const tl_trace *t, const char *path, tl_error *err)
          * level 6 is 3-4x slower for 14.5x. */
         w.gz = gzopen(path, "wb3");
         if (!w.gz) {
-            tl_error_set(err, "%s: cannot create: %s", path, strerror(errno));
+            tl_error_setc(err, TL_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
             free(w.buf);
             return -1;
         }
@@ -558,7 +558,7 @@ int tl_write_chrome(const tl_trace *t, const char *path, tl_error *err)
     } else {
         w.f = fopen(path, "wb");
         if (!w.f) {
-            tl_error_set(err, "%s: cannot create: %s", path, strerror(errno));
+            tl_error_setc(err, TL_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
             free(w.buf);
             return -1;
         }
@@ -570,7 +570,7 @@ int tl_write_chrome(const tl_trace *t, const char *path, tl_error *err)
         rc |= fclose(w.f) != 0 ? -1 : 0;
     free(w.buf);
     if (rc != 0) {
-        tl_error_set(err, "%s: error writing: %s", path, strerror(errno));
+        tl_error_setc(err, TL_ERR_IO, "%s: error writing: %s", path, strerror(errno));
         return -1;
     }
     return 0;

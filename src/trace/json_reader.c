@@ -239,7 +239,7 @@ static int refill(jr *r)
         size_t nc = r->cap * 2;
         char *nb = tl_big_realloc(r->buf, nc + 1);
         if (!nb) {
-            tl_error_set(r->err, "%s: out of memory", r->name);
+            tl_error_setc(r->err, TL_ERR_NOMEM, "%s: out of memory", r->name);
             longjmp(r->jb, JR_ERROR);
         }
         r->buf = nb;
@@ -262,7 +262,7 @@ static int refill(jr *r)
             got = read(r->fd, r->buf + r->len, want);
         while (got < 0 && errno == EINTR);
         if (got < 0) {
-            tl_error_set(r->err, "%s: read error: %s", r->name, strerror(errno));
+            tl_error_setc(r->err, TL_ERR_IO, "%s: read error: %s", r->name, strerror(errno));
             longjmp(r->jb, JR_ERROR);
         }
     }
@@ -365,7 +365,7 @@ static void scratch_put(jr *r, const char *p, size_t n)
         size_t nc = (r->scratch_n + n + 1) * 2;
         char *ns = realloc(r->scratch, nc);
         if (!ns) {
-            tl_error_set(r->err, "%s: out of memory", r->name);
+            tl_error_setc(r->err, TL_ERR_NOMEM, "%s: out of memory", r->name);
             longjmp(r->jb, JR_ERROR);
         }
         r->scratch = ns;
@@ -1164,7 +1164,7 @@ static void push_stack(jr *r, uint32_t track, int32_t idx)
         r->stack_n = realloc(r->stack_n, n * sizeof *r->stack_n);
         r->stack_cap = realloc(r->stack_cap, n * sizeof *r->stack_cap);
         if (!r->stacks || !r->stack_n || !r->stack_cap) {
-            tl_error_set(r->err, "%s: out of memory", r->name);
+            tl_error_setc(r->err, TL_ERR_NOMEM, "%s: out of memory", r->name);
             longjmp(r->jb, JR_ERROR);
         }
         for (uint32_t i = r->nstacks; i < n; i++) {
@@ -1177,7 +1177,7 @@ static void push_stack(jr *r, uint32_t track, int32_t idx)
         uint32_t nc = r->stack_cap[track] ? r->stack_cap[track] * 2 : 16;
         int32_t *ns = realloc(r->stacks[track], nc * sizeof *ns);
         if (!ns) {
-            tl_error_set(r->err, "%s: out of memory", r->name);
+            tl_error_setc(r->err, TL_ERR_NOMEM, "%s: out of memory", r->name);
             longjmp(r->jb, JR_ERROR);
         }
         r->stacks[track] = ns;
@@ -1190,7 +1190,7 @@ static tl_event *add_event(jr *r)
 {
     tl_event *e = tl_trace_add(r->t);
     if (!e) {
-        tl_error_set(r->err, "%s: out of memory", r->name);
+        tl_error_setc(r->err, TL_ERR_NOMEM, "%s: out of memory", r->name);
         longjmp(r->jb, JR_ERROR);
     }
     return e;
@@ -1202,7 +1202,7 @@ static void mark_used(jr *r, uint32_t track)
         uint32_t nc = track + 64;
         uint8_t *nu = realloc(r->used, nc);
         if (!nu) {
-            tl_error_set(r->err, "%s: out of memory", r->name);
+            tl_error_setc(r->err, TL_ERR_NOMEM, "%s: out of memory", r->name);
             longjmp(r->jb, JR_ERROR);
         }
         memset(nu + r->cap_used, 0, nc - r->cap_used);
@@ -1246,7 +1246,7 @@ static void add_flow(jr *r, const raw_event *ev)
         size_t nc = r->cap_flows ? r->cap_flows * 2 : 1024;
         flow *nf = tl_big_realloc(r->flows, nc * sizeof *nf);
         if (!nf) {
-            tl_error_set(r->err, "%s: out of memory", r->name);
+            tl_error_setc(r->err, TL_ERR_NOMEM, "%s: out of memory", r->name);
             longjmp(r->jb, JR_ERROR);
         }
         r->flows = nf;
@@ -1791,7 +1791,7 @@ static int finish(jr *r)
     /* Only tracks something ran on: Kineto names GPU streams as threads too ("stream 7"), and
      * global instants ("Iteration Start") have a process of their own. */
     if (tl_trace_keep_tracks(t, r->used, r->cap_used) != 0) {
-        tl_error_set(r->err, "%s: out of memory", r->name);
+        tl_error_setc(r->err, TL_ERR_NOMEM, "%s: out of memory", r->name);
         return -1;
     }
     if (t->source == TL_SRC_UNKNOWN)
@@ -1805,11 +1805,11 @@ static int finish(jr *r)
         r->nflows = r->cap_flows = 0;
     }
     if (tl_trace_finish(t) != 0) {
-        tl_error_set(r->err, "%s: out of memory while ordering events", r->name);
+        tl_error_setc(r->err, TL_ERR_NOMEM, "%s: out of memory while ordering events", r->name);
         return -1;
     }
     if (resolve_flows(r) != 0) {
-        tl_error_set(r->err, "%s: out of memory while linking flows", r->name);
+        tl_error_setc(r->err, TL_ERR_NOMEM, "%s: out of memory while linking flows", r->name);
         return -1;
     }
     return 0;
@@ -1827,7 +1827,7 @@ int tl_read_json_mem(tl_trace *t, const char *data, size_t len, const char *name
     /* the lexer relies on a NUL after the data; copy when the caller's buffer has none */
     char *copy = malloc(len + 1);
     if (!copy) {
-        tl_error_set(err, "%s: out of memory", r.name);
+        tl_error_setc(err, TL_ERR_NOMEM, "%s: out of memory", r.name);
         return -1;
     }
     memcpy(copy, data, len);
@@ -1855,7 +1855,7 @@ int tl_read_json(tl_trace *t, const char *path, int progress, tl_error *err)
     r.t_start = r.t_last = now_s();
     r.fd = open(path, O_RDONLY | O_CLOEXEC);
     if (r.fd < 0) {
-        tl_error_set(err, "%s: cannot open: %s", path, strerror(errno));
+        tl_error_setc(err, TL_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
         return -1;
     }
     unsigned char magic[2] = {0, 0};
@@ -1876,7 +1876,7 @@ int tl_read_json(tl_trace *t, const char *path, int progress, tl_error *err)
         if (!r.gz) {
             close(fd2);
             close(r.fd);
-            tl_error_set(err, "%s: cannot open gzip stream", path);
+            tl_error_setc(err, TL_ERR_IO, "%s: cannot open gzip stream", path);
             return -1;
         }
         gzbuffer(r.gz, 1u << 18);
@@ -1889,7 +1889,7 @@ int tl_read_json(tl_trace *t, const char *path, int progress, tl_error *err)
     r.cap = BLOCK;
     r.buf = tl_big_alloc(r.cap + 1);
     if (!r.buf) {
-        tl_error_set(err, "%s: out of memory", path);
+        tl_error_setc(err, TL_ERR_NOMEM, "%s: out of memory", path);
         if (r.gz)
             gzclose(r.gz);
         close(r.fd);

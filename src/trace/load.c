@@ -28,14 +28,14 @@ int tl_load(tl_trace *t, const char *path, int progress, tl_error *err)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-        tl_error_set(err, "%s: cannot open: %s", path, strerror(errno));
+        tl_error_setc(err, TL_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
         return -1;
     }
     char magic[8] = {0};
     ssize_t n = read(fd, magic, sizeof magic);
     close(fd);
     if (n < 0) {
-        tl_error_set(err, "%s: cannot read: %s", path, strerror(errno));
+        tl_error_setc(err, TL_ERR_IO, "%s: cannot read: %s", path, strerror(errno));
         return -1;
     }
     if (n == 0) {

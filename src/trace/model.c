@@ -72,13 +72,27 @@ const char *tl_memcpy_kind_name(tl_memcpy_kind k)
     }
 }
 
-void tl_error_set(tl_error *e, const char *fmt, ...)
+static void error_vset(tl_error *e, tl_errcode code, const char *fmt, va_list ap)
 {
     if (!e)
         return;
+    vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+    e->code = code;
+}
+
+void tl_error_set(tl_error *e, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+    error_vset(e, TL_ERR_INPUT, fmt, ap);
+    va_end(ap);
+}
+
+void tl_error_setc(tl_error *e, tl_errcode code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    error_vset(e, code, fmt, ap);
     va_end(ap);
 }
 

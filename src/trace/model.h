@@ -219,12 +219,30 @@ void tl_trace_span(const tl_trace *t, int64_t *t0, int64_t *t1);
  * Loading any supported file.
  */
 
-/* One-line error: "FILE:LINE:COL: expected ..." or "FILE: offset N: ...". */
+/* What kind of failure an error is, decided where it is raised and carried to the top, where
+ * the command line turns it into the exit status once (usage: 2, every other kind: 1). */
+typedef enum tl_errcode {
+    TL_ERR_INPUT = 0, /* the input is not a trace tally can read (the default) */
+    TL_ERR_USAGE,     /* the caller asked for what does not exist: a view, a sort key, a metric */
+    TL_ERR_NOMEM,     /* out of memory */
+    TL_ERR_IO         /* a file cannot be opened, read or written (the system error is in msg) */
+} tl_errcode;
+
+/* One-line error: "FILE:LINE:COL: expected ..." or "FILE: offset N: ...", and its kind.
+ * `tl_error err = {{0}};` is an empty error of kind TL_ERR_INPUT: the fields sit in an anonymous
+ * struct, code first, so that this initializer (used everywhere) is the universal zero
+ * initializer of that struct and draws no -Wmissing-field-initializers or -Wmissing-braces. */
 typedef struct tl_error {
-    char msg[512];
+    struct {
+        tl_errcode code;
+        char msg[512];
+    };
 } tl_error;
 
+/* Fill e (NULL: ignored): tl_error_set with the kind TL_ERR_INPUT, tl_error_setc with code. */
 void tl_error_set(tl_error *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void tl_error_setc(tl_error *e, tl_errcode code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* Read a trace of any supported format (.tally, Chrome/Kineto/Paddle JSON, .json.gz), choosing
  * the reader by content. Returns 0, or -1 with err filled. progress: print a progress line to

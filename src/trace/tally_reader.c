@@ -839,12 +839,12 @@ int tl_read_tally(tl_trace *t, const char *path, tl_error *err)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-        tl_error_set(err, "%s: %s", path, strerror(errno));
+        tl_error_setc(err, TL_ERR_IO, "%s: %s", path, strerror(errno));
         return -1;
     }
     struct stat st;
     if (fstat(fd, &st) != 0) {
-        tl_error_set(err, "%s: %s", path, strerror(errno));
+        tl_error_setc(err, TL_ERR_IO, "%s: %s", path, strerror(errno));
         close(fd);
         return -1;
     }
@@ -856,7 +856,7 @@ int tl_read_tally(tl_trace *t, const char *path, tl_error *err)
     void *m = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
     if (m == MAP_FAILED) {
-        tl_error_set(err, "%s: %s", path, strerror(errno));
+        tl_error_setc(err, TL_ERR_IO, "%s: %s", path, strerror(errno));
         return -1;
     }
     int rc = tl_read_tally_mem(t, m, len, path, err);

@@ -1,0 +1,146 @@
+/*
+ * runner.c — load -> views -> render for the verbs that read traces (runner.h), and the
+ * loading, writing and exit-status helpers that `tally export`, `tally run` and `tally demo`
+ * share with them.
+ */
+#include "cli/runner.h"
+#include "report/summary.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+int cli_status(const tl_error *err)
+{
+    return err && err->code == TL_ERR_USAGE ? 2 : 1;
+}
+
+int cli_fail(const char *verb, const tl_error *err)
+{
+    fprintf(stderr, "tally %s: %s\n", verb, err && err->msg[0] ? err->msg : "failed");
+    return cli_status(err);
+}
+
+int cli_load(const char *verb, tl_trace *t, const char *path, int progress)
+{
+    tl_error err = {{0}};
+    if (tl_load(t, path, progress, &err) != 0)
+        return cli_fail(verb, &err);
+    if (!t->finished && tl_trace_finish(t) != 0) {
+        tl_error_setc(&err, TL_ERR_NOMEM, "%s: out of memory", path);
+        return cli_fail(verb, &err);
+    }
+    return 0;
+}
+
+int cli_write_chrome(const char *verb, const tl_trace *t, const char *out)
+{
+    tl_error err = {{0}};
+    if (!strcmp(out, "-"))
+        return tl_write_chrome_file(t, stdout, &err) != 0 ? cli_fail(verb, &err) : 0;
+    size_t n = strlen(out);
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp%d%s", out, (int)getpid(),
+                 n > 3 && !strcmp(out + n - 3, ".gz") ? ".gz" : "") >= (int)sizeof tmp) {
+        tl_error_setc(&err, TL_ERR_IO, "%s: path too long", out);
+        return cli_fail(verb, &err);
+    }
+    int rc = tl_write_chrome(t, tmp, &err);
+    if (rc == 0 && rename(tmp, out) != 0) {
+        tl_error_setc(&err, TL_ERR_IO, "%s: %s", out, strerror(errno));
+        rc = -1;
+    }
+    if (rc != 0) {
+        unlink(tmp);
+        return cli_fail(verb, &err);
+    }
+    return 0;
+}
+
+/* The traces' loss warnings (dropped records, ranges never closed, ...), where tally report
+ * puts them: in the text output, under "messages" in JSON, on stderr for CSV. */
+struct warnings {
+    tl_out *out;
+    const char *file; /* prefixed when the verb reads two traces */
+};
+
+static void warn(const char *line, void *arg)
+{
+    const struct warnings *w = arg;
+    const char *sep = w->file ? ": " : "";
+    if (w->out->fmt == TL_FMT_CSV)
+        fprintf(stderr, "tally: %s%s%s\n", w->file ? w->file : "", sep, line);
+    else
+        tl_out_text(w->out, "%s%s%s", w->file ? w->file : "", sep, line);
+}
+
+static void write_tables(FILE *f, const cli_job *job, const tl_trace *t, int n, tl_table *tab)
+{
+    tl_out o;
+    tl_out_begin(&o, f, (tl_format)job->fmt, (tl_unit)job->unit);
+    int nwarn = 0;
+    for (int k = 0; k < n; k++) {
+        struct warnings w = {&o, n > 1 ? job->files[k] : NULL};
+        nwarn += tl_trace_warnings(&t[k], warn, &w);
+    }
+    if (nwarn && job->fmt == TL_FMT_TEXT)
+        tl_out_text(&o, "%s", "");
+    for (const tl_table *x = tab; x; x = x->next)
+        tl_out_table(&o, x);
+    tl_out_end(&o);
+}
+
+int cli_main(const cli_command *c, int argc, char **argv, cli_job *job)
+{
+    const char *verb = c->verb;
+    void *state = job;
+    tl_error err = {{0}};
+    int status = cli_parse(c, argc, argv, state);
+    if (status != CLI_CONTINUE)
+        return status;
+    /* usage errors first: say so before reading a big file */
+    if (job->check && job->check(state, &err) != 0)
+        return cli_fail(verb, &err);
+    tl_trace t[2];
+    int n = 0;
+    tl_table *tab = NULL;
+    FILE *out = stdout;
+    status = 0;
+    for (; n < 2 && job->files[n]; n++) {
+        tl_trace_init(&t[n]);
+        if ((status = cli_load(verb, &t[n], job->files[n], 1)) != 0) {
+            n++; /* freed below too */
+            goto done;
+        }
+    }
+    /* computed before -o OUT is opened: a bad sort key leaves an existing OUT alone */
+    if (job->views && !(tab = job->views(t, state, &err))) {
+        status = cli_fail(verb, &err);
+        goto done;
+    }
+    if (job->out && strcmp(job->out, "-") != 0 && !(out = fopen(job->out, "w"))) {
+        fprintf(stderr, "tally %s: cannot write %s: %s\n", verb, job->out, strerror(errno));
+        status = 1;
+        goto done;
+    }
+    if (job->render) {
+        if (job->render(out, t, state, &err) != 0)
+            status = cli_fail(verb, &err);
+    } else {
+        write_tables(out, job, t, n, tab);
+    }
+    if (out != stdout) {
+        int bad = ferror(out);
+        if (fclose(out) != 0 || bad) {
+            fprintf(stderr, "tally %s: error writing %s: %s\n", verb, job->out, strerror(errno));
+            if (!status)
+                status = 1;
+        }
+    }
+done:
+    tl_table_free(tab);
+    for (int k = 0; k < n; k++)
+        tl_trace_free(&t[k]);
+    return status;
+}

@@ -1,0 +1,75 @@
+/*
+ * runner.h — what the verbs that read traces share, so that each cmd_<verb>.c keeps only what
+ * differs (its options, its views, its help).
+ *
+ * cli_main is the one parse -> load -> views -> render path of `tally report`, `ops`, `gaps` and
+ * `diff`: parse the command line (options.h),
+ * load each trace (with progress), finish it, compute the verb's tables, open -o OUT or stdout,
+ * write the traces' loss warnings and the tables with tl_out, close and check for write errors,
+ * free. Errors carry their kind (tl_error.code) up to here, where cli_status turns it into the
+ * exit status once: a usage error is 2, anything else 1.
+ */
+#ifndef TALLY_CLI_RUNNER_H
+#define TALLY_CLI_RUNNER_H
+
+#include "cli/options.h"
+#include "report/table.h"
+#include "trace/model.h"
+
+#include <stddef.h>
+
+/* The part of a verb's state that the runner reads. The verb's state struct starts with it: a
+ * pointer to it is a pointer to the state, which the verb's hooks get back. */
+typedef struct cli_job {
+    const char *files[2]; /* the traces to load (the verb's operands); files[1] NULL for one */
+    const char *out;      /* -o OUT; NULL or "-" = standard output */
+    int fmt;              /* --format: a tl_format */
+    int unit;             /* --unit: a tl_unit */
+    /* The verb's part, one of the two. views: the tables to write after the traces' loss
+     * warnings (NULL with err set on failure). render: writes the whole output itself (tally
+     * report: tl_report_write, which writes the warnings too); 0, or -1 with err set. */
+    tl_table *(*views)(const tl_trace *traces, void *state, tl_error *err);
+    int (*render)(FILE *f, const tl_trace *traces, void *state, tl_error *err);
+    /* Optional: a usage check before the traces are read (a misspelt view); 0, or -1 with err
+     * set. */
+    int (*check)(void *state, tl_error *err);
+} cli_job;
+
+/* The rows of --unit, --format and -o, in the table of a verb whose state (CLI_STATE) starts
+ * with a cli_job named job. */
+#define CLI_RENDER_OPTIONS                                                                         \
+    CLI_WORDS("unit", job.unit, "UNIT", cli_unit_words,                                            \
+              "text times in auto (default), ns, us, ms or s"),                                    \
+        CLI_WORDS("format", job.fmt, "FMT", cli_format_words, "text (default), csv or json"),      \
+        CLI_OPTION("output", 'o', CLI_STRING, job.out, "OUT",                                      \
+                   "write to OUT instead of standard output")
+
+/* The command of a verb that reads traces into the cli_job of its state (CLI_STATE): operands
+ * "FILE" (or "A B"), what they are, its about text and more help. */
+#define CLI_TRACE_COMMAND(verb_, operands_, what_, about_, more_help_)                             \
+    {                                                                                              \
+        .verb = verb_, .operands = operands_, .what = what_,                                       \
+        .operands_off = offsetof(CLI_STATE, job.files), .about = about_, CLI_TABLE,                \
+        .more_help = more_help_                                                                    \
+    }
+
+/* Parse the command line of c into the verb's state (which starts with job), then run the job.
+ * Returns the exit status; every failure has printed one line "tally VERB: ...". */
+int cli_main(const cli_command *c, int argc, char **argv, cli_job *job);
+
+/* The exit status of a failure of this kind: 2 for TL_ERR_USAGE, else 1. */
+int cli_status(const tl_error *err);
+
+/* Print "tally VERB: <err->msg>" and return cli_status(err). */
+int cli_fail(const char *verb, const tl_error *err);
+
+/* tl_load, then tl_trace_finish when the reader did not. Returns 0, or the exit status after
+ * printing the error. progress: a progress line on stderr for long reads. */
+int cli_load(const char *verb, tl_trace *t, const char *path, int progress);
+
+/* Write t as Chrome trace JSON to out, gzip-compressed when out ends in ".gz", under a
+ * temporary name renamed into place so that no reader sees half a file; "-" writes plain JSON
+ * to standard output. Returns 0, or 1 after printing the error. */
+int cli_write_chrome(const char *verb, const tl_trace *t, const char *out);
+
+#endif
