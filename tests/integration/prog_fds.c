@@ -28,7 +28,7 @@ static int trace_fd(void)
     int found = -1;
     struct dirent *de;
     while ((de = readdir(d))) {
-        char link[64], target[PATH_MAX];
+        char link[300], target[PATH_MAX];
         snprintf(link, sizeof link, "/proc/self/fd/%s", de->d_name);
         ssize_t n = readlink(link, target, sizeof target - 1);
         if (n <= 6)
