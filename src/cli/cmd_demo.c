@@ -14,6 +14,7 @@
  */
 #include "cli/commands.h"
 #include "cli/runner.h"
+#include "record/env_check.h"
 #include "report/summary.h"
 
 #include "llama.h"
@@ -283,7 +284,7 @@ static int parse(struct demo *d, int argc, char **argv)
         return rc;
     if (d->rmsnorm != RMSNORM_BOTH)
         d->cfg.rmsnorm = d->rmsnorm == RMSNORM_FUSED ? LLAMA_RMSNORM_FUSED : LLAMA_RMSNORM_UNFUSED;
-    char err[200];
+    char err[512];
     if (llama_config_check(&d->cfg, err, sizeof err) < 0) {
         fprintf(stderr, "tally demo: %s\n", err);
         return 2;
@@ -291,6 +292,11 @@ static int parse(struct demo *d, int argc, char **argv)
     tl_error e = {{0}};
     if (d->views && tl_report_check_views(d->views, &e) != 0)
         return cli_fail(command.verb, &e);
+    /* the session reads the TALLY_* settings: a misspelt one would silently do nothing */
+    if (tally__env_check(err, sizeof err) != 0) {
+        fprintf(stderr, "tally demo: %s\n", err);
+        return 2;
+    }
     return CLI_CONTINUE;
 }
 

@@ -130,12 +130,13 @@ static int session_check(char *msg, size_t cap)
     /* non-blocking: the message is one short line, far below a pipe's capacity */
     if (pipe2(p, O_CLOEXEC | O_NONBLOCK) == 0) {
         saved = dup(2);
-        if (saved < 0 || dup2(p[1], 2) < 0) {
-            if (saved >= 0)
-                close(saved);
+        if (saved >= 0 && dup2(p[1], 2) < 0) {
+            close(saved);
             saved = -1;
         }
         close(p[1]);
+        if (saved < 0) /* not caught: the message goes to stderr as it is */
+            close(p[0]);
     }
     int rc = tally_config_from_env(&cfg);
     if (saved >= 0) {

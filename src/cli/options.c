@@ -79,9 +79,10 @@ static void usage_word(FILE *f, int *col, int indent, const char *word)
 
 static void usage_line(const cli_command *c, FILE *f)
 {
-    int col = fprintf(f, "usage: tally %s", c->verb), indent = col;
+    int col = fprintf(f, "usage: tally %s", c->verb);
     if (c->operands && !c->program_follows)
-        usage_word(f, &col, indent, c->operands);
+        col += fprintf(f, " %s", c->operands);
+    int indent = col; /* wrapped lines start under the first option */
     for (size_t i = 0; i < c->noptions; i++) {
         const cli_option *o = &c->options[i];
         char val[128], word[192];
@@ -238,7 +239,7 @@ static int store(const cli_command *c, const cli_option *o, const char *value, v
         *(int64_t *)field = ns;
         return 0;
     }
-    case CLI_WORD:
+    case CLI_WORD: {
         for (int i = 0; o->words && o->words[i]; i++)
             if (!strcasecmp(value, o->words[i])) {
                 *(int *)field = i;
@@ -248,6 +249,7 @@ static int store(const cli_command *c, const cli_option *o, const char *value, v
         join_words(o->words, words, sizeof words);
         fail(c, "--%s expects %s, got '%s'", o->name, words, value);
         return -1;
+    }
     case CLI_PARSE:
         if (o->parse(value, field) == 0)
             return 0;

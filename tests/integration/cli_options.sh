@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# cli_options.sh — the one option parser behind every verb (src/cli/options.c), seen from the
+# command line: each verb's --help is generated from its table (every option in the usage line
+# has its line of help, and every option the help lists is accepted); a misspelt option gets
+# the nearest one suggested; --opt=value and --opt value give the same output; a bad value is
+# one line and exit status 2; the trace's loss warnings come out the same way in every verb;
+# `tally run` checks its options and the program's TALLY_* settings before it starts the
+# program, which a bad one never does.
+set -euo pipefail
+. "$(dirname "$0")/nvtx_common.sh.inc"
+fail() { echo "cli_options: $*" >&2; exit 1; }
+trace="$SRC/tests/data/torch_mlp.trace.json"
+
+# The command must be a usage error: exit status 2 and one line on stderr that starts with
+# "tally" and, when a pattern is given with -m, matches it.
+expect_usage() {
+  local pattern="^tally"
+  if [ "$1" = -m ]; then pattern=$2; shift 2; fi
+  set +e
+  "$@" >/dev/null 2>"$W/err" </dev/null
+  local rc=$?
+  set -e
+  [ "$rc" = 2 ] || fail "$*: exit status $rc, expected 2 ($(cat "$W/err"))"
+  [ "$(wc -l <"$W/err")" = 1 ] || fail "$*: expected one line, got: $(cat "$W/err")"
+  grep -q "^tally" "$W/err" || fail "$*: the line does not name tally: $(cat "$W/err")"
+  grep -q -- "$pattern" "$W/err" || fail "$*: no '$pattern' in: $(cat "$W/err")"
+}
+
+# --- help from the table --------------------------------------------------------------------
+for verb in report ops gaps diff export run demo; do
+  "$TALLY" "$verb" --help >"$W/help" || fail "$verb --help failed"
+  head -1 "$W/help" | grep -q "^usage: tally $verb" || fail "$verb --help: no usage line"
+  # the usage lines: up to the first empty line
+  usage=$(awk 'NF == 0 {exit} {print}' "$W/help")
+  options=$(sed -n '/^options:$/,/^$/p' "$W/help")
+  [ -n "$options" ] || fail "$verb --help has no options section"
+  for name in $(printf '%s\n' "$usage" | grep -oE '\[--[a-z-]+' | sed 's/^\[--//'); do
+    printf '%s\n' "$options" | grep -qE "^  (-[a-z], )? *--$name( |$)" ||
+      fail "$verb --help: --$name is in the usage line but has no line of help"
+  done
+  for letter in $(printf '%s\n' "$usage" | grep -oE '\[-[a-z]( |\])' | cut -c3); do
+    printf '%s\n' "$options" | grep -qE "^  -$letter, --" ||
+      fail "$verb --help: -$letter is in the usage line but has no line of help"
+  done
+  # every option the help lists is one the verb takes (tally run once listed --gpu)
+  for name in $(printf '%s\n' "$options" | grep -oE '^  (-[a-z], )? *--[a-z-]+' | sed 's/.*--//'); do
+    [ "$name" = help ] && continue
+    set +e
+    "$TALLY" "$verb" "--$name" >/dev/null 2>"$W/err" </dev/null
+    set -e
+    ! grep -q "unknown option" "$W/err" || fail "$verb --help lists --$name, which $verb refuses"
+  done
+  "$TALLY" help "$verb" | cmp -s - "$W/help" || fail "'tally help $verb' differs from --help"
+done
+! "$TALLY" run --help | grep -q -- "--gpu" || fail "tally run --help lists --gpu"
+
+# --- did you mean ---------------------------------------------------------------------------
+expect_usage -m "did you mean '--sort'?" "$TALLY" report "$trace" --sotr total_us
+expect_usage -m "did you mean '--group-by-shape'?" "$TALLY" ops "$trace" --group-by-shap
+expect_usage -m "did you mean '--threshold-us'?" "$TALLY" gaps "$trace" --treshold-us=5
+expect_usage -m "did you mean '--metric'?" "$TALLY" diff "$trace" "$trace" --metirc calls
+expect_usage -m "did you mean '--output'?" "$TALLY" export "$trace" --outptu x.json
+expect_usage -m "did you mean '--schedule'?" "$TALLY" run --schedul 3:5 -- true
+expect_usage -m "did you mean '--steps'?" "$TALLY" demo --setps 2
+expect_usage -m "did you mean '--help'?" "$TALLY" ops --hepl
+expect_usage -m "did you mean 'report'?" "$TALLY" reprot "$trace"
+
+# --- --opt=value is --opt value -------------------------------------------------------------
+"$TALLY" ops "$trace" --top 3 --sort count --format csv >"$W/a.csv"
+"$TALLY" ops "$trace" --top=3 --sort=count --format=csv >"$W/b.csv"
+"$TALLY" ops --format csv --sort count --top=3 -- "$trace" >"$W/c.csv"
+"$TALLY" ops "$trace" --top 3 --sort count --format csv -o "$W/d.csv"
+"$TALLY" ops "$trace" --top 3 --sort count --format csv --output="$W/e.csv"
+for f in b c d e; do
+  cmp -s "$W/a.csv" "$W/$f.csv" || fail "ops output $f differs from --opt value"
+done
+[ "$(grep -c . "$W/a.csv")" -ge 4 ] || fail "ops --top 3 printed too little"
+"$TALLY" gaps "$trace" --threshold-us 5 --format json >"$W/g1.json"
+"$TALLY" gaps "$trace" --threshold-us=5.0 --format=json >"$W/g2.json"
+cmp -s "$W/g1.json" "$W/g2.json" || fail "gaps --threshold-us=5.0 differs from 5"
+
+# --- bad values: one line, status 2 -----------------------------------------------------------
+expect_usage "$TALLY" report "$trace" --top x
+expect_usage "$TALLY" ops "$trace" --top -1
+expect_usage "$TALLY" gaps "$trace" --top 99999999999
+expect_usage "$TALLY" diff "$trace" "$trace" --top=many
+expect_usage "$TALLY" demo --top x
+expect_usage "$TALLY" report "$trace" --unit minutes
+expect_usage "$TALLY" ops "$trace" --format=xml
+expect_usage "$TALLY" gaps "$trace" --threshold-us 0
+expect_usage "$TALLY" gaps "$trace" --kernel-wait-us=abc
+expect_usage "$TALLY" report "$trace" --asc=yes
+expect_usage "$TALLY" report "$trace" --sort
+expect_usage "$TALLY" report "$trace" "$trace"
+expect_usage "$TALLY" diff "$trace"
+expect_usage "$TALLY" export "$trace"
+expect_usage "$TALLY" run --write bogus -- true
+expect_usage "$TALLY" demo --rmsnorm nope
+expect_usage "$TALLY" ops "$trace" --sort no_such_key
+expect_usage -m "expects a count >= 0, got 'x'" "$TALLY" report "$trace" --top x
+
+# --- loss warnings, the same way in every verb ------------------------------------------------
+# a range that never closes: text carries the warning in the output, json in "messages", csv on
+# stderr
+cat >"$W/open.json" <<'JSON'
+{"traceEvents": [
+ {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 2000},
+ {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 100},
+ {"ph": "B", "cat": "user_annotation", "name": "never_closed", "pid": 1, "tid": 1, "ts": 500}
+]}
+JSON
+o="$W/open.json"
+for cmd in "report $o" "ops $o" "gaps $o" "diff $o $o"; do
+  # shellcheck disable=SC2086
+  "$TALLY" $cmd >"$W/w.txt" 2>"$W/w.err" || fail "tally $cmd failed"
+  grep -q "warning: 1 range" "$W/w.txt" || fail "tally $cmd: no warning in the text output"
+  # shellcheck disable=SC2086
+  "$TALLY" $cmd --format json >"$W/w.json"
+  grep -q '"messages": \[.*warning: 1 range' "$W/w.json" || fail "tally $cmd: no warning in json"
+  # shellcheck disable=SC2086
+  "$TALLY" $cmd --format csv >"$W/w.csv" 2>"$W/w.err"
+  grep -q "warning: 1 range" "$W/w.err" || fail "tally $cmd: csv: no warning on stderr"
+  ! grep -q "warning" "$W/w.csv" || fail "tally $cmd: csv: a warning inside the csv"
+done
+
+# --- tally run checks before it starts the program --------------------------------------------
+not_started() { # a usage error (expect_usage's arguments) that never ran the program (touch)
+  rm -f "$W/started"
+  expect_usage "$@"
+  [ ! -e "$W/started" ] || fail "$*: the program was started"
+}
+prog=(touch "$W/started")
+not_started -m 'TALLY_SCHEDULE="bogus": expected' \
+  env TALLY_SCHEDULE=bogus "$TALLY" run -o "$W/o" -- "${prog[@]}"
+not_started -m "unknown setting TALLY_FOO" env TALLY_FOO=1 "$TALLY" run -o "$W/o" -- "${prog[@]}"
+not_started -m "did you mean TALLY_SCHEDULE?" \
+  env TALLY_SCHEDUEL=3:5 "$TALLY" run -o "$W/o" -- "${prog[@]}"
+not_started -m "^tally run: --schedule 'bogus': expected" \
+  "$TALLY" run -o "$W/o" --schedule bogus -- "${prog[@]}"
+not_started "$TALLY" run -o "$W/o" --name a/b -- "${prog[@]}"
+not_started env TALLY_GPU=yes "$TALLY" run -o "$W/o" -- "${prog[@]}"
+not_started env TALLY_MEMORY_CAP=lots "$TALLY" run -o "$W/o" -- "${prog[@]}"
+not_started "$TALLY" run -o "$W/o" --gpu -- "${prog[@]}"
+# and with good settings the program does run
+rm -f "$W/started"
+TALLY_SCHEDULE=1:3 "$TALLY" run -q -o "$W/o" --schedule 2:4 -- "${prog[@]}" 2>/dev/null ||
+  fail "tally run with good settings failed"
+[ -e "$W/started" ] || fail "tally run with good settings did not start the program"
+echo "cli_options: ok"
