@@ -55,8 +55,17 @@ int tl_trace_has_device(const tl_trace *t)
     return 0;
 }
 
+static void say(void (*fn)(const char *line, void *arg), void *arg, const char *line, int *n)
+{
+    if (fn)
+        fn(line, arg);
+    (*n)++;
+}
+
 int tl_trace_warnings(const tl_trace *t, void (*fn)(const char *line, void *arg), void *arg)
 {
+    /* a killed program writes no counts: the reader counts the ranges it found open itself */
+    uint64_t open = t->open_ranges > t->unclosed ? t->open_ranges : t->unclosed;
     struct {
         uint64_t n;
         const char *what;
@@ -65,7 +74,8 @@ int tl_trace_warnings(const tl_trace *t, void (*fn)(const char *line, void *arg)
         {t->bad_pops, "pops without a matching push"},
         {t->bad_ends, "range ends with an unknown, stale or foreign handle"},
         {t->calls_outside, "calls made outside a session (before start or after stop)"},
-        {t->unclosed, "ranges still open at the end, closed there"},
+        {open, "ranges never closed (still open when recording ended; drawn to the end of the "
+               "trace)"},
     };
     int n = 0;
     char line[256];
@@ -73,9 +83,22 @@ int tl_trace_warnings(const tl_trace *t, void (*fn)(const char *line, void *arg)
         if (!w[i].n)
             continue;
         snprintf(line, sizeof line, "warning: %llu %s", (unsigned long long)w[i].n, w[i].what);
-        if (fn)
-            fn(line, arg);
-        n++;
+        say(fn, arg, line, &n);
+    }
+    /* a .tally file the program did not finish writing (killed, disk full) */
+    if (t->cut_at) {
+        snprintf(line, sizeof line,
+                 "warning: the file ends inside a chunk at offset %llu (the program was "
+                 "killed?): read up to its last complete record",
+                 (unsigned long long)t->cut_at);
+        say(fn, arg, line, &n);
+    }
+    if (t->unwritten) {
+        snprintf(line, sizeof line,
+                 "warning: %llu chunks of the file were never written in full (the first at "
+                 "offset %llu; the program was killed?): read up to their last complete record",
+                 (unsigned long long)t->unwritten, (unsigned long long)t->unwritten_at);
+        say(fn, arg, line, &n);
     }
     return n;
 }

@@ -373,7 +373,7 @@ static void write_event(jw *w, const tl_trace *t, const tl_event *e, int64_t bas
     }
     if (e->flags & TL_EV_UNCLOSED) {
         SEP();
-        LIT(w, "\"tally unclosed\":1");
+        LIT(w, "\"tally_unclosed\":1");
     }
     if (e->args) {
         const char *a = tl_str(&t->strings, e->args);

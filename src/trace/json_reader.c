@@ -806,7 +806,8 @@ typedef struct raw_event {
     int have_ts, have_dur;
     int have_device, have_stream, have_dev_type;
     int have_input_dims, have_arg_name, have_place, have_tcat;
-    int nc; /* counter values in ckey/cval */
+    int unclosed; /* args "tally_unclosed" of tally's own export: a range never closed */
+    int nc;       /* counter values in ckey/cval */
     jstr name, cat;
     int64_t ts, corr, bytes;
     /* Read only where .set, a have_ flag or nc says they were given: */
@@ -849,6 +850,9 @@ static void parse_args(jr *r, raw_event *ev)
                     handled = 1;
                 } else if (EQ(k, "increase_bytes")) {
                     ev->bytes = to_int(lex_number(r, "a number"));
+                    handled = 1;
+                } else if (EQ(k, "tally_unclosed") || EQ(k, "tally unclosed")) {
+                    ev->unclosed = to_int(lex_number(r, "a number")) != 0;
                     handled = 1;
                 }
                 break;
@@ -1432,6 +1436,10 @@ static void commit_event(jr *r, raw_event *ev)
             e->flags |= TL_EV_MEM_DEVICE;
         break;
     }
+    if (ev->unclosed && ph == 'X') {
+        e->flags |= TL_EV_UNCLOSED;
+        t->open_ranges += cat != TL_CAT_STEP; /* the step closed by tally_stop is no range */
+    }
     if (ph == 'B')
         push_stack(r, track, (int32_t)(t->nev - 1));
 }
@@ -1780,7 +1788,7 @@ static void close_open_ranges(jr *r)
             tl_event *e = &t->ev[r->stacks[k][--r->stack_n[k]]];
             e->dur = t1 > e->ts ? t1 - e->ts : 0;
             e->flags |= TL_EV_UNCLOSED;
-            t->unclosed++;
+            t->open_ranges++;
         }
 }
 

@@ -164,6 +164,14 @@ typedef struct tl_trace {
     uint64_t dropped; /* records dropped at the memory cap */
     uint64_t bad_pops, bad_ends, calls_outside, unclosed;
     uint32_t samples_unit; /* string id of the unit of step samples ("samples", "tokens") */
+    /* Found by the reader (a killed program writes no counts): ranges still open at the end,
+     * flagged TL_EV_UNCLOSED (steps aside; the warning shows the larger of this and unclosed),
+     * and the parts of a .tally file that could not be read in full. An offset of 0 (the file
+     * header) means none. */
+    uint64_t open_ranges;
+    uint64_t cut_at;       /* the file ends inside the chunk at this offset */
+    uint64_t unwritten;    /* chunks the program never wrote in full (zeros where records go) */
+    uint64_t unwritten_at; /* offset of the first of them */
 
     /* Steps closed by tally_step with their sample counts, in order (tally traces). */
     int64_t *step_samples;

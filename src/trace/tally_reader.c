@@ -124,7 +124,8 @@ typedef struct site {
 typedef struct echunk {
     size_t off; /* of the chunk header */
     const unsigned char *recs;
-    size_t nrec;
+    size_t nrec; /* whole records in the file (fewer than the header says when cut) */
+    int cut;     /* the file ends inside this chunk */
     tally__events_header h;
 } echunk;
 
@@ -192,7 +193,10 @@ static inline uint16_t clamp_cat(uint32_t c)
 
 /* ---- pass 1 ---------------------------------------------------------------------------------- */
 
-static int read_meta(rd *r, const unsigned char *p, size_t len, size_t off)
+/* The readers of metadata chunks below take a chunk cut short (cut: the file ends inside it)
+ * up to its last complete entry. */
+
+static int read_meta(rd *r, const unsigned char *p, size_t len, size_t off, int cut)
 {
     size_t i = 0;
     while (i + 8 <= len) {
@@ -200,7 +204,7 @@ static int read_meta(rd *r, const unsigned char *p, size_t len, size_t off)
         memcpy(&key, p + i, 4);
         memcpy(&vl, p + i + 4, 4);
         if (vl > len - i - 8)
-            return fail(r, off + i, "expected a metadata value inside its chunk");
+            return cut ? 0 : fail(r, off + i, "expected a metadata value inside its chunk");
         const unsigned char *v = p + i + 8;
         int64_t i64 = 0;
         int32_t i32 = 0;
@@ -248,17 +252,17 @@ static int read_meta(rd *r, const unsigned char *p, size_t len, size_t off)
     return 0;
 }
 
-static int read_strings(rd *r, const unsigned char *p, size_t len, size_t off)
+static int read_strings(rd *r, const unsigned char *p, size_t len, size_t off, int cut)
 {
     size_t i = 0;
     while (i < len) {
         tally__string_entry e;
         if (len - i < sizeof e)
-            return fail(r, off + i, "expected a 32-byte string entry");
+            return cut ? 0 : fail(r, off + i, "expected a 32-byte string entry");
         memcpy(&e, p + i, sizeof e);
         uint64_t body = (uint64_t)e.name_len + e.file_len + e.func_len;
         if (body > len - i - sizeof e)
-            return fail(r, off + i, "expected the string entry's text inside its chunk");
+            return cut ? 0 : fail(r, off + i, "expected the string entry's text inside its chunk");
         site s;
         s.name = tl_intern(&r->t->strings, (const char *)p + i + sizeof e, e.name_len);
         s.cat = clamp_cat(e.category);
@@ -279,16 +283,16 @@ static int read_strings(rd *r, const unsigned char *p, size_t len, size_t off)
     return 0;
 }
 
-static int read_threads(rd *r, const unsigned char *p, size_t len, size_t off)
+static int read_threads(rd *r, const unsigned char *p, size_t len, size_t off, int cut)
 {
     size_t i = 0;
     while (i < len) {
         tally__thread_entry e;
         if (len - i < sizeof e)
-            return fail(r, off + i, "expected a 16-byte thread entry");
+            return cut ? 0 : fail(r, off + i, "expected a 16-byte thread entry");
         memcpy(&e, p + i, sizeof e);
         if (e.name_len > len - i - sizeof e)
-            return fail(r, off + i, "expected the thread name inside its chunk");
+            return cut ? 0 : fail(r, off + i, "expected the thread name inside its chunk");
         if (e.name_len) {
             uint32_t tr = tl_trace_track(r->t, TL_TRACK_THREAD, r->t->pid, e.tid, -1);
             r->t->tracks[tr].name =
@@ -299,16 +303,16 @@ static int read_threads(rd *r, const unsigned char *p, size_t len, size_t off)
     return 0;
 }
 
-static int read_devices(rd *r, const unsigned char *p, size_t len, size_t off)
+static int read_devices(rd *r, const unsigned char *p, size_t len, size_t off, int cut)
 {
     size_t i = 0;
     while (i < len) {
         tally__device_entry e;
         if (len - i < sizeof e)
-            return fail(r, off + i, "expected a 32-byte device entry");
+            return cut ? 0 : fail(r, off + i, "expected a 32-byte device entry");
         memcpy(&e, p + i, sizeof e);
         if (e.name_len > len - i - sizeof e)
-            return fail(r, off + i, "expected the device name inside its chunk");
+            return cut ? 0 : fail(r, off + i, "expected the device name inside its chunk");
         tl_device *d = tl_trace_device(r->t, e.id);
         if (d) {
             d->name = tl_intern(&r->t->strings, (const char *)p + i + sizeof e, e.name_len);
@@ -385,28 +389,82 @@ typedef struct tdec {
     uint32_t track;
     int32_t open_step; /* event index or TL_NONE */
     int64_t open_step_no;
+    uint64_t seq; /* of the run decoded last */
+    int damaged;  /* that run was cut short or never written in full */
 } tdec;
+
+/* A chunk the program never wrote in full (killed while writing it), for the warning. */
+static void note_unwritten(rd *r, size_t off)
+{
+    if (!r->t->unwritten++ || off < r->t->unwritten_at)
+        r->t->unwritten_at = off;
+}
+
+static int zero16(const unsigned char *p)
+{
+    uint64_t w[2];
+    memcpy(w, p, 16);
+    return (w[0] | w[1]) == 0;
+}
+
+/* After a chunk header of zeros at off (bytes the program reserved and never wrote): where the
+ * zeros end if a chunk header follows them, else len (the readable part ends). */
+static size_t skip_unwritten(const unsigned char *p, size_t off, size_t len)
+{
+    uint64_t w = 0;
+    while (len - off >= 8 && (memcpy(&w, p + off, 8), w == 0))
+        off += 8;
+    if (len - off < sizeof(tally__chunk_header))
+        return len;
+    tally__chunk_header ch;
+    memcpy(&ch, p + off, sizeof ch);
+    return ch.type != 0 && ch.type < 256 && ch.flags == 0 ? off : len;
+}
+
+/* Slots of a run up to its last one that is not all zeros. A run the program was killed while
+ * writing ends in zeros (the bytes of the file it had reserved); no record is all zeros (its
+ * type is never 0), though the last payload slot of one may be. */
+static size_t written_slots(const unsigned char *p, size_t n)
+{
+    while (n && zero16(p + (n - 1) * 16))
+        n--;
+    return n;
+}
 
 #define NO_STR UINT32_MAX
 
+/* Decode one run into events. A run cut short (the file ends inside it) or never written in
+ * full (zeros from some record on) is read up to its last complete record, and marked damaged:
+ * what its lost tail closed is unknown. */
 static int decode_chunk(rd *r, const echunk *c, tdec *td)
 {
     tl_trace *t = r->t;
     const unsigned char *p = c->recs;
     size_t n = c->nrec;
+    size_t written = written_slots(p, n);
     uint64_t begin_seq = c->h.first_begin_seq;
     uint32_t pend_name = NO_STR, pend_arg = NO_STR;
     uint16_t pend_cat = 0;
     uint64_t pend_value = 0;
     int have_value = 0;
-    for (size_t i = 0; i < n;) {
+    td->damaged = c->cut;
+    if (!n)
+        return 0;
+    for (size_t i = 0;;) {
+        if (i >= written) /* zeros to the end of the run: never written */
+            break;
         tally__rec x;
         memcpy(&x, p + i * 16, 16);
         size_t roff = c->off + sizeof(tally__chunk_header) + sizeof(tally__events_header) + i * 16;
         unsigned type = TALLY__REC_TYPE(&x);
         uint64_t slots = tally__rec_slots(&x);
-        if (slots > n - i)
+        if (slots > n - i) {
+            if (c->cut)
+                break; /* its payload was cut off with the file */
             return fail(r, roff, "expected the record's payload inside its chunk");
+        }
+        if (i + slots > written && i + slots < n)
+            break; /* its payload runs into the zeros */
         switch (type) {
         case TALLY__R_PUSH:
         case TALLY__R_BEGIN:
@@ -582,7 +640,13 @@ static int decode_chunk(rd *r, const echunk *c, tdec *td)
         }
         }
         i += slots;
+        if (i >= n)
+            return 0;
     }
+    /* left early: the rest of the run was cut off with the file or never written */
+    td->damaged = 1;
+    if (!c->cut)
+        note_unwritten(r, c->off);
     return 0;
 }
 
@@ -630,6 +694,7 @@ static int finish_events(rd *r)
         if (e->dur < 0) {
             e->dur = end >= e->ts ? end - e->ts : 0;
             e->flags |= TL_EV_UNCLOSED;
+            t->open_ranges++;
         }
         if (w != i)
             t->ev[w] = *e;
@@ -711,43 +776,46 @@ int tl_read_tally_mem(tl_trace *t, const void *data, size_t len, const char *nam
 
     /* pass 1 */
     size_t off = fh.header_size;
-    size_t truncated_at = 0;
-    int truncated = 0;
+    size_t ended_at = 0; /* where the readable part ends, before the end of the file */
     while (off < len) {
         if (len - off < sizeof(tally__chunk_header)) {
-            truncated = 1, truncated_at = off;
+            t->cut_at = ended_at = off;
             break;
         }
         tally__chunk_header ch;
         memcpy(&ch, p + off, sizeof ch);
-        if (ch.type == 0 && ch.len == 0) { /* a range reserved but never written (crash) */
-            truncated = 1, truncated_at = off;
-            break;
+        if (ch.type == 0 && ch.len == 0) { /* reserved by the program, never written */
+            note_unwritten(&r, off);
+            size_t next = skip_unwritten(p, off, len);
+            if (next == len) {
+                ended_at = off;
+                break;
+            }
+            off = next;
+            continue;
         }
-        if (ch.len > len - off - sizeof ch) {
-            truncated = 1, truncated_at = off;
-            break;
-        }
+        int cut = ch.len > len - off - sizeof ch;
+        size_t plen = cut ? len - off - sizeof ch : (size_t)ch.len;
         const unsigned char *pl = p + off + sizeof ch;
         size_t poff = off + sizeof ch;
         int e = 0;
         switch (ch.type) {
         case TALLY__CHUNK_META:
-            e = read_meta(&r, pl, ch.len, poff);
+            e = read_meta(&r, pl, plen, poff, cut);
             break;
         case TALLY__CHUNK_STRINGS:
-            e = read_strings(&r, pl, ch.len, poff);
+            e = read_strings(&r, pl, plen, poff, cut);
             break;
         case TALLY__CHUNK_THREADS:
-            e = read_threads(&r, pl, ch.len, poff);
+            e = read_threads(&r, pl, plen, poff, cut);
             break;
         case TALLY__CHUNK_DEVICES:
-            e = read_devices(&r, pl, ch.len, poff);
+            e = read_devices(&r, pl, plen, poff, cut);
             break;
         case TALLY__CHUNK_STATS: {
             tally__stats_chunk s;
             memset(&s, 0, sizeof s);
-            memcpy(&s, pl, ch.len < sizeof s ? ch.len : sizeof s);
+            memcpy(&s, pl, plen < sizeof s ? plen & ~(size_t)7 : sizeof s); /* whole fields */
             t->dropped = s.dropped;
             t->bad_pops = s.bad_pops;
             t->bad_ends = s.bad_ends;
@@ -756,11 +824,13 @@ int tl_read_tally_mem(tl_trace *t, const void *data, size_t len, const char *nam
             break;
         }
         case TALLY__CHUNK_EVENTS: {
-            if (ch.len < sizeof(tally__events_header) ||
-                (ch.len - sizeof(tally__events_header)) % 16 != 0) {
+            if (!cut && (ch.len < sizeof(tally__events_header) ||
+                         (ch.len - sizeof(tally__events_header)) % 16 != 0)) {
                 e = fail(&r, off, "expected an events chunk of 32 bytes + 16-byte records");
                 break;
             }
+            if (plen < sizeof(tally__events_header))
+                break; /* cut inside its header: nothing to read */
             if (r.nchunks == r.cap_chunks) {
                 size_t nc = r.cap_chunks ? r.cap_chunks * 2 : 64;
                 echunk *ncs = realloc(r.chunks, nc * sizeof *ncs);
@@ -775,7 +845,8 @@ int tl_read_tally_mem(tl_trace *t, const void *data, size_t len, const char *nam
             c->off = off;
             memcpy(&c->h, pl, sizeof c->h);
             c->recs = pl + sizeof c->h;
-            c->nrec = (ch.len - sizeof c->h) / 16;
+            c->nrec = (plen - sizeof c->h) / 16;
+            c->cut = cut;
             if (c->h.slot == 0 || c->h.slot > (1u << 20)) {
                 e = fail(&r, poff, "expected a thread slot between 1 and 2^20");
                 break;
@@ -787,20 +858,24 @@ int tl_read_tally_mem(tl_trace *t, const void *data, size_t len, const char *nam
         }
         if (e)
             goto out;
+        if (cut) { /* the program was killed while writing it, or the disk was full */
+            t->cut_at = ended_at = off;
+            break;
+        }
         off += sizeof ch + ch.len;
     }
-    if (truncated && r.nchunks == 0) {
+    if (ended_at && r.nchunks == 0) {
         char msg[128];
         snprintf(msg, sizeof msg, "expected a complete chunk (file cut short, %zu bytes left)",
-                 len - truncated_at);
-        fail(&r, truncated_at, msg);
+                 len - ended_at);
+        fail(&r, ended_at, msg);
         goto out;
     }
 
     /* pass 2: thread by thread, runs in order */
     if (r.nchunks)
         qsort(r.chunks, r.nchunks, sizeof *r.chunks, chunk_cmp);
-    tdec td = {0, TL_NONE, 0};
+    tdec td = {0, TL_NONE, 0, 0, 0};
     uint32_t cur_slot = 0;
     int64_t cur_tid = 0;
     for (size_t i = 0; i < r.nchunks; i++) {
@@ -813,7 +888,12 @@ int tl_read_tally_mem(tl_trace *t, const void *data, size_t len, const char *nam
             cur_tid = c->h.tid;
             td.track = tl_trace_track(t, TL_TRACK_THREAD, t->pid, c->h.tid, -1);
             td.open_step = TL_NONE;
+        } else if (td.damaged || c->h.seq != td.seq + 1) {
+            /* records of this thread are missing in between: the pops among them are unknown,
+             * so the ranges open before stay open and this run pops only its own pushes */
+            r.nstack = 0;
         }
+        td.seq = c->h.seq;
         if (decode_chunk(&r, c, &td) != 0)
             goto out;
     }

@@ -616,7 +616,7 @@ TEST(unmatched_end_and_unclosed_begin)
     CHECK_EQ_INT(u->ts, 15000);
     CHECK_EQ_INT(u->dur, 55000 - 15000);
     CHECK(u->flags & TL_EV_UNCLOSED);
-    CHECK_EQ_INT(t.unclosed, 1);
+    CHECK_EQ_INT(t.open_ranges, 1);
     CHECK(!(ev(&t, "after")->flags & TL_EV_UNCLOSED));
     CHECK_EQ_INT(ev(&t, "after")->parent, find(&t, "unclosed"));
     tl_trace_free(&t);

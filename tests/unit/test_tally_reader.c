@@ -1,11 +1,13 @@
 /*
  * test_tally_reader.c — the .tally reader on files built by hand from docs/FORMAT.md (exact
  * timestamps, so exact durations), on files the recorder wrote, and on broken files: cut short
- * (read up to the last complete chunk), corrupted (one-line error with the byte offset),
- * unknown chunks (skipped), random damage (no crash). Also measures the reader's speed.
+ * at every byte (read up to the last complete record), chunks never written in full (zeros),
+ * corrupted (one-line error with the byte offset), unknown chunks (skipped), random damage (no
+ * crash); ranges never closed (flagged, counted, warned about). Also measures the reader's speed.
  *
  * `test_tally_reader --count FILE` reads FILE and prints its number of events (used by
- * tests/integration/record_kill.sh).
+ * tests/integration/record_kill.sh). `test_tally_reader --write-seeds DIR` writes the hand-built
+ * files, whole and cut, as the fuzzer's seed corpus (tests/fuzz/corpus_tally_reader).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +16,7 @@
 
 #include "record/format.h"
 #include "record_test_stubs.h"
+#include "report/summary.h"
 #include "testlib.h"
 #include "trace/model.h"
 #include <tally.h>
@@ -99,6 +102,23 @@ static void string_entry(fb *b, uint64_t id, const char *name, uint32_t cat)
     pad8(b);
 }
 
+typedef struct site_def {
+    const char *name;
+    unsigned cat;
+} site_def;
+
+/* The file header, a META chunk (ns clock, pid 4242, END_NS end_ns unless 0) and the call sites
+ * s[i] with ids 0x1000 * (i + 1). */
+static void file_start(fb *b, int64_t end_ns, const site_def *s, size_t n)
+{
+    header(b, 1);
+    meta_ns_clock(b, end_ns);
+    size_t at = chunk_begin(b, TALLY__CHUNK_STRINGS);
+    for (size_t i = 0; i < n; i++)
+        string_entry(b, 0x1000 * (i + 1), s[i].name, s[i].cat);
+    chunk_end(b, at);
+}
+
 static void rec(fb *b, unsigned type, uint64_t field, uint64_t w1)
 {
     tally__rec r = {TALLY__REC(type, field), w1};
@@ -113,6 +133,48 @@ static size_t events_begin(fb *b, uint32_t slot, int64_t tid, uint64_t seq, uint
     return at;
 }
 
+/* A STR record and its payload slots. */
+static void str_rec(fb *b, unsigned role, unsigned cat, const char *text)
+{
+    size_t len = strlen(text);
+    tally__rec r = {TALLY__REC(TALLY__R_STR, ((uint64_t)role << 48) | ((uint64_t)cat << 40)), len};
+    put(b, &r, sizeof r);
+    char slots[64] = {0};
+    memcpy(slots, text, len);
+    put(b, slots, (len + 15) / 16 * 16);
+}
+
+/* A DEVICE record (a kernel named name on stream 7 of device 0) and its payload slots. */
+static void device_rec(fb *b, int64_t start, int64_t end, int64_t corr, const char *name)
+{
+    tally__fmt_device d;
+    memset(&d, 0, sizeof d);
+    d.start = start;
+    d.end = end;
+    d.corr = corr;
+    d.stream = 7;
+    d.cat = TALLY__CAT_KERNEL;
+    d.name_len = (uint32_t)strlen(name);
+    size_t body = sizeof d + d.name_len, slots = (body + 15) / 16;
+    rec(b, TALLY__R_DEVICE, slots, 0);
+    char pl[256] = {0};
+    memcpy(pl, &d, sizeof d);
+    memcpy(pl + sizeof d, name, d.name_len);
+    put(b, pl, slots * 16);
+}
+
+/* An API record (a runtime call on thread tid) and its payload slots. */
+static void api_rec(fb *b, int64_t start, int64_t end, int64_t corr, int64_t tid, const char *name)
+{
+    tally__fmt_api a = {start, end, corr, tid, TALLY__CAT_RUNTIME, (uint32_t)strlen(name)};
+    size_t body = sizeof a + a.name_len, slots = (body + 15) / 16;
+    rec(b, TALLY__R_API, slots, 0);
+    char pl[256] = {0};
+    memcpy(pl, &a, sizeof a);
+    memcpy(pl + sizeof a, name, a.name_len);
+    put(b, pl, slots * 16);
+}
+
 /* A file with known content:
  *   thread 1 (tid 100): step 0 [1000, 9000) samples 32; "outer" [1000, 5000) containing
  *     "inner" [2000, 3000) with args "a=1"; a counter "loss" = 1.5 at 4000; a begin "async" at
@@ -121,27 +183,21 @@ static size_t events_begin(fb *b, uint32_t slot, int64_t tid, uint64_t seq, uint
  *     7000) split across the runs; end of the async range. */
 static fb known_file(void)
 {
+    static const site_def sites[] = {{"outer", TALLY_FORWARD},
+                                     {"inner", TALLY_OPERATOR},
+                                     {"loss", TALLY_USER},
+                                     {"async", TALLY_COMMUNICATION}};
     fb b = {0};
-    header(&b, 1);
-    meta_ns_clock(&b, 10000);
-    size_t at = chunk_begin(&b, TALLY__CHUNK_STRINGS);
-    string_entry(&b, 0x1000, "outer", TALLY_FORWARD);
-    string_entry(&b, 0x2000, "inner", TALLY_OPERATOR);
-    string_entry(&b, 0x3000, "loss", TALLY_USER);
-    string_entry(&b, 0x4000, "async", TALLY_COMMUNICATION);
-    chunk_end(&b, at);
+    file_start(&b, 10000, sites, 4);
     /* thread 2, second run first */
-    at = events_begin(&b, 2, 200, 1, 0);
+    size_t at = events_begin(&b, 2, 200, 1, 0);
     rec(&b, TALLY__R_POP, 7000, 0);
     rec(&b, TALLY__R_END, 8000, (UINT64_C(1) << 40) | 0);
     chunk_end(&b, at);
     at = events_begin(&b, 1, 100, 0, 0);
     rec(&b, TALLY__R_STEP_BEGIN, 1000, 0);
     rec(&b, TALLY__R_PUSH, 1000, 0x1000);
-    tally__rec s = {TALLY__REC(TALLY__R_STR, (uint64_t)TALLY__STR_ARG << 48), 3};
-    put(&b, &s, sizeof s);
-    char slot[16] = "a=1";
-    put(&b, slot, 16);
+    str_rec(&b, TALLY__STR_ARG, 0, "a=1");
     rec(&b, TALLY__R_PUSH, 2000, 0x2000);
     rec(&b, TALLY__R_POP, 3000, 0);
     double v = 1.5;
@@ -157,12 +213,7 @@ static fb known_file(void)
     rec(&b, TALLY__R_STEP_STOP, 9500, 1);
     chunk_end(&b, at);
     at = events_begin(&b, 2, 200, 0, 0);
-    tally__rec n = {TALLY__REC(TALLY__R_STR, ((uint64_t)TALLY__STR_NAME << 48) |
-                                                 ((uint64_t)TALLY_BACKWARD << 40)),
-                    6};
-    put(&b, &n, sizeof n);
-    char nm[16] = "copied";
-    put(&b, nm, 16);
+    str_rec(&b, TALLY__STR_NAME, TALLY_BACKWARD, "copied");
     rec(&b, TALLY__R_PUSH, 3000, 0);
     chunk_end(&b, at);
     at = chunk_begin(&b, TALLY__CHUNK_THREADS);
@@ -172,7 +223,13 @@ static fb known_file(void)
     pad8(&b);
     chunk_end(&b, at);
     at = chunk_begin(&b, TALLY__CHUNK_STATS);
-    tally__stats_chunk st = {11, 5, 1, 2, 3, 0, 1, 3};
+    tally__stats_chunk st = {.records = 11,
+                             .dropped = 5,
+                             .bad_pops = 1,
+                             .bad_ends = 2,
+                             .calls_outside = 3,
+                             .steps = 1,
+                             .buffers = 3};
     put(&b, &st, sizeof st);
     chunk_end(&b, at);
     return b;
@@ -278,22 +335,44 @@ TEST(broken_files_name_the_offset)
     free(b.p);
 }
 
-TEST(cut_short_reads_complete_chunks)
+TEST(cut_short_reads_complete_entries)
 {
     fb b = known_file();
-    /* cut inside the last (stats) chunk: everything before it is read */
+    /* cut inside the last (stats) chunk: everything before it is read, and its whole fields */
     tl_trace t;
     tl_trace_init(&t);
     tl_error err = {{0}};
     CHECK_EQ_INT(tl_read_tally_mem(&t, b.p, b.len - 8, "cut.tally", &err), 0);
     CHECK(find(&t, "outer") != NULL);
-    CHECK_EQ_INT(t.dropped, 0); /* the stats chunk was lost */
+    CHECK_EQ_INT(t.dropped, 5);
+    CHECK_EQ_INT(t.cut_at, b.len - 16 - sizeof(tally__stats_chunk));
+    tl_trace_free(&t);
+
+    /* cut inside the thread names: the whole entries before the cut are read */
+    size_t off = 16;
+    while (off < b.len) {
+        tally__chunk_header h;
+        memcpy(&h, b.p + off, sizeof h);
+        if (h.type == TALLY__CHUNK_THREADS)
+            break;
+        off += 16 + h.len;
+    }
+    tl_trace_init(&t);
+    CHECK_EQ_INT(tl_read_tally_mem(&t, b.p, off + 16 + 16 + 6, "cut.tally", &err), 0);
+    const tl_event *cp = find(&t, "copied");
+    CHECK(cp && !strcmp(tl_str(&t.strings, t.tracks[cp->track].name), "loader"));
+    tl_trace_free(&t);
+    tl_trace_init(&t);
+    CHECK_EQ_INT(tl_read_tally_mem(&t, b.p, off + 16 + 16 + 5, "cut.tally", &err), 0);
+    cp = find(&t, "copied");
+    CHECK(cp && t.tracks[cp->track].name == 0);
     tl_trace_free(&t);
 
     /* a hole of zeros (a reserved range never written) ends the readable part */
     fb c = {0};
     put(&c, b.p, b.len);
-    size_t off = 16, events_seen = 0;
+    off = 16;
+    size_t events_seen = 0;
     while (off < c.len) {
         tally__chunk_header h;
         memcpy(&h, c.p + off, sizeof h);
@@ -310,6 +389,394 @@ TEST(cut_short_reads_complete_chunks)
     CHECK(t.nev == 0 || find(&t, "copied") == NULL);
     tl_trace_free(&t);
     free(c.p);
+    free(b.p);
+}
+
+/* ---- files of a killed program ----------------------------------------------------------- */
+
+static void killed_prologue(fb *b, int64_t end_ns)
+{
+    static const site_def sites[] = {
+        {"a", TALLY_USER},     {"m", TALLY_USER},     {"c", TALLY_USER}, {"b", TALLY_USER},
+        {"t1", TALLY_FORWARD}, {"inner", TALLY_USER}, {"x", TALLY_USER}, {"late", TALLY_USER}};
+    file_start(b, end_ns, sites, 8);
+}
+
+/* What a killed program leaves: no END_NS, no THREADS, no STATS. Thread 1 (tid 100): "t1"
+ * [10, 20), "t1" from 30 never popped, mark "m" at 40. Thread 2 (tid 200), the last chunk
+ * (*last: its offset), 21 record slots:
+ *   0 PUSH a @100 | 1-2 STR "dyn" | 3 PUSH @110 | 4 POP @120 | 5 MARK m @130
+ *   6-11 DEVICE "kern" [135, 145) | 12-16 API "cudaLaunchKernel" [131, 133) | 17 VALUE 2.5
+ *   18 COUNTER c @150 | 19 BEGIN b @160 | 20 POP @170 (closes a) */
+static fb killed_file(size_t *last)
+{
+    fb b = {0};
+    killed_prologue(&b, 0);
+    size_t at = events_begin(&b, 1, 100, 0, 0);
+    rec(&b, TALLY__R_PUSH, 10, 0x5000);
+    rec(&b, TALLY__R_POP, 20, 0);
+    rec(&b, TALLY__R_PUSH, 30, 0x5000);
+    rec(&b, TALLY__R_MARK, 40, 0x2000);
+    chunk_end(&b, at);
+    *last = at = events_begin(&b, 2, 200, 0, 0);
+    rec(&b, TALLY__R_PUSH, 100, 0x1000);
+    str_rec(&b, TALLY__STR_NAME, TALLY_BACKWARD, "dyn");
+    rec(&b, TALLY__R_PUSH, 110, 0);
+    rec(&b, TALLY__R_POP, 120, 0);
+    rec(&b, TALLY__R_MARK, 130, 0x2000);
+    device_rec(&b, 135, 145, 9, "kern");
+    api_rec(&b, 131, 133, 9, 200, "cudaLaunchKernel");
+    double v = 2.5;
+    uint64_t bits;
+    memcpy(&bits, &v, 8);
+    rec(&b, TALLY__R_VALUE, 0, bits);
+    rec(&b, TALLY__R_COUNTER, 150, 0x3000);
+    rec(&b, TALLY__R_BEGIN, 160, 0x4000);
+    rec(&b, TALLY__R_POP, 170, 0);
+    chunk_end(&b, at);
+    return b;
+}
+
+static size_t count_named(const tl_trace *t, const char *name)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < t->nev; i++)
+        n += !strcmp(tl_str(&t->strings, t->ev[i].name), name);
+    return n;
+}
+
+static void append_line(const char *line, void *arg)
+{
+    char *buf = arg;
+    size_t n = strlen(buf);
+    snprintf(buf + n, 2048 - n, "%s\n", line);
+}
+
+/* One of the lines tl_trace_warnings gives for t contains text. */
+static int has_warning(const tl_trace *t, const char *text)
+{
+    char buf[2048] = "";
+    tl_trace_warnings(t, append_line, buf);
+    return strstr(buf, text) != NULL;
+}
+
+/* Cut at every byte of the last chunk: the complete records before the cut are read, a record
+ * whose payload is cut is left out, no cut is an error, and what is still open is counted. */
+TEST(cut_at_every_byte_of_the_last_chunk)
+{
+    size_t last;
+    fb b = killed_file(&last);
+    const size_t recs = last + sizeof(tally__chunk_header) + sizeof(tally__events_header);
+    CHECK_EQ_INT(b.len, recs + 21 * 16);
+    for (size_t len = last; len <= b.len; len++) {
+        /* K: whole record slots of the last chunk in the file, -1 when its header is cut */
+        long k = len >= recs ? (long)((len - recs) / 16) : -1;
+        struct {
+            const char *name;
+            long need; /* slots that must be in the file for the event to be read */
+        } ev[] = {{"a", 1},  {"dyn", 4}, {"m", 6}, {"kern", 12}, {"cudaLaunchKernel", 17},
+                  {"c", 19}, {"b", 20}};
+        size_t want = 3; /* thread 1: t1, t1, m */
+        for (size_t i = 0; i < sizeof ev / sizeof *ev; i++)
+            want += k >= ev[i].need;
+        uint64_t open = 1 + (k >= 1 && k < 21) + (k == 4) + (k >= 20);
+        int64_t max_ns = k >= 21   ? 170
+                         : k >= 20 ? 160
+                         : k >= 19 ? 150
+                         : k >= 12 ? 145
+                         : k >= 6  ? 130
+                         : k >= 5  ? 120
+                         : k >= 4  ? 110
+                         : k >= 1  ? 100
+                                   : 40;
+        tl_trace t;
+        tl_trace_init(&t);
+        tl_error err = {{0}};
+        int rc = tl_read_tally_mem(&t, b.p, len, "cut.tally", &err);
+        CHECK_EQ_INT(rc, 0);
+        if (rc != 0) {
+            fprintf(stderr, "  cut at %zu: %s\n", len, err.msg);
+            tl_trace_free(&t);
+            continue;
+        }
+        CHECK_EQ_INT(t.nev, want);
+        CHECK_EQ_INT(t.open_ranges, open);
+        CHECK_EQ_INT(t.cut_at, len > last && len < b.len ? last : 0);
+        CHECK_EQ_INT(t.unwritten, 0);
+        CHECK_EQ_INT(count_named(&t, "m"), k >= 6 ? 2 : 1);
+        for (size_t i = 0; i < t.nev; i++) {
+            const tl_event *e = &t.ev[i];
+            const char *n = tl_str(&t.strings, e->name);
+            int unclosed = (e->flags & TL_EV_UNCLOSED) != 0;
+            if (!strcmp(n, "a")) {
+                CHECK_EQ_INT(e->dur, k >= 21 ? 70 : max_ns - 100);
+                CHECK_EQ_INT(unclosed, k < 21);
+            } else if (!strcmp(n, "dyn")) {
+                CHECK(e->cat == TL_CAT_BACKWARD && e->ts == 110);
+                CHECK_EQ_INT(e->dur, k >= 5 ? 10 : max_ns - 110);
+                CHECK_EQ_INT(unclosed, k < 5);
+            } else if (!strcmp(n, "kern")) {
+                CHECK(e->ts == 135 && e->dur == 10 && e->corr == 9 && e->cat == TL_CAT_KERNEL);
+            } else if (!strcmp(n, "cudaLaunchKernel")) {
+                CHECK(e->ts == 131 && e->dur == 2 && e->cat == TL_CAT_RUNTIME);
+            } else if (!strcmp(n, "c")) {
+                CHECK(e->ts == 150 && e->value == 2500 && e->cat == TL_CAT_COUNTER);
+            } else if (!strcmp(n, "b")) {
+                CHECK(e->ts == 160 && unclosed && (e->flags & TL_EV_ASYNC));
+                CHECK_EQ_INT(e->dur, max_ns - 160);
+            } else if (!strcmp(n, "t1") && e->ts == 30) {
+                CHECK(unclosed);
+                CHECK_EQ_INT(e->dur, max_ns - 30);
+            } else {
+                CHECK(!unclosed);
+            }
+        }
+        if (len > last && len < b.len) {
+            char want_w[128];
+            snprintf(want_w, sizeof want_w, "warning: the file ends inside a chunk at offset %zu",
+                     last);
+            CHECK(has_warning(&t, want_w));
+        }
+        tl_trace_free(&t);
+    }
+    free(b.p);
+}
+
+/* Thread 1's first run (seq 0) was never written past its 4th record (*damaged: its offset);
+ * thread 2's run and thread 1's next run (seq 1) came after it and are whole:
+ *   run A, thread 1: PUSH t1 @1000, PUSH inner @1100, POP @1200, PUSH a @1300, then 4 zero slots
+ *   run B, thread 2: PUSH x @1000, POP @2000
+ *   run C, thread 1: PUSH late @3000, POP @3100, POP @3200 (pops a range of run A, or not) */
+static fb hole_file(size_t *damaged, size_t *run_c)
+{
+    fb b = {0};
+    killed_prologue(&b, 0);
+    size_t at = *damaged = events_begin(&b, 1, 100, 0, 0);
+    rec(&b, TALLY__R_PUSH, 1000, 0x5000);
+    rec(&b, TALLY__R_PUSH, 1100, 0x6000);
+    rec(&b, TALLY__R_POP, 1200, 0);
+    rec(&b, TALLY__R_PUSH, 1300, 0x1000);
+    static const char zeros[64];
+    put(&b, zeros, sizeof zeros);
+    chunk_end(&b, at);
+    at = events_begin(&b, 2, 200, 0, 0);
+    rec(&b, TALLY__R_PUSH, 1000, 0x7000);
+    rec(&b, TALLY__R_POP, 2000, 0);
+    chunk_end(&b, at);
+    at = *run_c = events_begin(&b, 1, 100, 1, 0);
+    rec(&b, TALLY__R_PUSH, 3000, 0x8000);
+    rec(&b, TALLY__R_POP, 3100, 0);
+    rec(&b, TALLY__R_POP, 3200, 0);
+    chunk_end(&b, at);
+    return b;
+}
+
+TEST(zeros_end_a_run_and_later_runs_are_read)
+{
+    size_t damaged, run_c;
+    fb b = hole_file(&damaged, &run_c);
+    tl_trace t;
+    tl_trace_init(&t);
+    tl_error err = {{0}};
+    CHECK_EQ_INT(tl_read_tally_mem(&t, b.p, b.len, "hole.tally", &err), 0);
+    CHECK_EQ_INT(t.nev, 5);
+    const tl_event *e;
+    /* the end of the trace: 3100 (the last pop found no range of run C open: not a time) */
+    CHECK((e = find(&t, "t1")) && e->dur == 2100 && (e->flags & TL_EV_UNCLOSED));
+    CHECK((e = find(&t, "inner")) && e->dur == 100 && !(e->flags & TL_EV_UNCLOSED));
+    CHECK((e = find(&t, "a")) && e->dur == 1800 && (e->flags & TL_EV_UNCLOSED));
+    CHECK((e = find(&t, "x")) && e->dur == 1000 && !(e->flags & TL_EV_UNCLOSED));
+    CHECK((e = find(&t, "late")) && e->dur == 100 && !(e->flags & TL_EV_UNCLOSED));
+    CHECK_EQ_INT(t.open_ranges, 2);
+    CHECK_EQ_INT(t.unwritten, 1);
+    CHECK_EQ_INT(t.unwritten_at, damaged);
+    CHECK_EQ_INT(t.cut_at, 0);
+    char want[160];
+    snprintf(want, sizeof want,
+             "warning: 1 chunks of the file were never written in full (the first at offset %zu;",
+             damaged);
+    CHECK(has_warning(&t, want));
+    CHECK(has_warning(&t, "warning: 2 ranges never closed (still open when recording ended; "
+                          "drawn to the end of the trace)"));
+    tl_trace_free(&t);
+
+    /* zeros from inside a record's payload: that record is left out too */
+    fb c = {0};
+    killed_prologue(&c, 0);
+    size_t at = events_begin(&c, 1, 100, 0, 0);
+    rec(&c, TALLY__R_MARK, 500, 0x2000);
+    device_rec(&c, 510, 520, 1, "kern_a");
+    device_rec(&c, 530, 540, 2, "kern_b"); /* 6 slots: zeroed from its 3rd on */
+    rec(&c, TALLY__R_MARK, 550, 0x2000);
+    chunk_end(&c, at);
+    memset(c.p + c.len - 16 - 4 * 16, 0, 4 * 16 + 16);
+    tl_trace_init(&t);
+    CHECK_EQ_INT(tl_read_tally_mem(&t, c.p, c.len, "zeros.tally", &err), 0);
+    CHECK_EQ_INT(t.nev, 2);
+    CHECK(find(&t, "m") && find(&t, "kern_a") && !find(&t, "kern_b"));
+    CHECK_EQ_INT(t.unwritten, 1);
+    tl_trace_free(&t);
+    free(c.p);
+
+    /* zeros, then data, in a whole run: malformed, an error at the zero record */
+    memcpy(b.p + damaged + 16 + 32 + 4 * 16 + 16, b.p + damaged + 16 + 32, 16);
+    char msg[600];
+    CHECK_EQ_INT(read_err(b.p, b.len, msg, sizeof msg), -1);
+    snprintf(want, sizeof want, "f.tally: offset %zu: expected a record type 1..13, found 0",
+             damaged + 16 + 32 + 4 * 16);
+    CHECK_STR(msg, want);
+    free(b.p);
+}
+
+/* A chunk reserved by the program and never written at all (its header is zeros): the reader
+ * goes on at the next chunk header after the zeros; zeros to the end of the file end it. */
+TEST(chunk_never_written_is_skipped)
+{
+    size_t damaged, run_c;
+    fb b = hole_file(&damaged, &run_c);
+    tally__chunk_header h;
+    memcpy(&h, b.p + damaged, sizeof h);
+    memset(b.p + damaged, 0, sizeof h + h.len);
+    tl_trace t;
+    tl_trace_init(&t);
+    tl_error err = {{0}};
+    CHECK_EQ_INT(tl_read_tally_mem(&t, b.p, b.len, "skip.tally", &err), 0);
+    CHECK_EQ_INT(t.nev, 2);
+    const tl_event *e;
+    CHECK((e = find(&t, "x")) && e->dur == 1000);
+    CHECK((e = find(&t, "late")) && e->dur == 100 && !(e->flags & TL_EV_UNCLOSED));
+    CHECK_EQ_INT(t.open_ranges, 0);
+    CHECK_EQ_INT(t.unwritten, 1);
+    CHECK_EQ_INT(t.unwritten_at, damaged);
+    tl_trace_free(&t);
+    free(b.p);
+
+    /* zeros from run C's header to the end of the file */
+    b = hole_file(&damaged, &run_c);
+    memset(b.p + run_c, 0, b.len - run_c);
+    tl_trace_init(&t);
+    CHECK_EQ_INT(tl_read_tally_mem(&t, b.p, b.len, "end.tally", &err), 0);
+    CHECK_EQ_INT(t.nev, 4); /* t1, inner, a of run A; x */
+    CHECK(find(&t, "late") == NULL);
+    CHECK_EQ_INT(t.unwritten, 2);
+    CHECK_EQ_INT(t.unwritten_at, damaged);
+    tl_trace_free(&t);
+    free(b.p);
+}
+
+/* Ranges never closed: a push never popped, a begin never ended, a thread that exited with a
+ * range open (its slot then reused by another thread); the step closed by tally_stop is flagged
+ * but is no range. The count is the reader's, or the recorder's when that is larger. */
+static fb open_ranges_file(int with_stats)
+{
+    static const site_def sites[] = {{"p_open", TALLY_USER},
+                                     {"b_open", TALLY_COMMUNICATION},
+                                     {"closed", TALLY_USER},
+                                     {"exited", TALLY_USER},
+                                     {"new", TALLY_USER}};
+    fb b = {0};
+    file_start(&b, 100, sites, 5);
+    size_t at = events_begin(&b, 1, 100, 0, 0);
+    rec(&b, TALLY__R_STEP_BEGIN, 0, 0);
+    rec(&b, TALLY__R_PUSH, 10, 0x1000);
+    rec(&b, TALLY__R_BEGIN, 20, 0x2000);
+    rec(&b, TALLY__R_PUSH, 30, 0x3000);
+    rec(&b, TALLY__R_POP, 40, 0);
+    rec(&b, TALLY__R_VALUE, 0, 4);
+    rec(&b, TALLY__R_STEP_END, 50, 0);
+    rec(&b, TALLY__R_STEP_BEGIN, 60, 1);
+    rec(&b, TALLY__R_STEP_STOP, 70, 1);
+    chunk_end(&b, at);
+    at = events_begin(&b, 2, 200, 0, 0);
+    rec(&b, TALLY__R_PUSH, 15, 0x4000);
+    chunk_end(&b, at);
+    at = events_begin(&b, 2, 201, 1, 0);
+    rec(&b, TALLY__R_PUSH, 80, 0x5000);
+    rec(&b, TALLY__R_POP, 90, 0);
+    rec(&b, TALLY__R_POP, 95, 0); /* no range of this thread open: not "exited"'s */
+    chunk_end(&b, at);
+    if (with_stats) {
+        at = chunk_begin(&b, TALLY__CHUNK_STATS);
+        tally__stats_chunk st = {
+            .records = 9, .bad_pops = 1, .unclosed = 5, .steps = 1, .buffers = 3};
+        put(&b, &st, sizeof st);
+        chunk_end(&b, at);
+    }
+    return b;
+}
+
+TEST(ranges_never_closed_are_flagged_and_counted)
+{
+    fb b = open_ranges_file(0);
+    tl_trace t;
+    tl_trace_init(&t);
+    tl_error err = {{0}};
+    CHECK_EQ_INT(tl_read_tally_mem(&t, b.p, b.len, "open.tally", &err), 0);
+    const tl_event *e;
+    CHECK((e = find(&t, "p_open")) && e->ts == 10 && e->dur == 90 && (e->flags & TL_EV_UNCLOSED));
+    CHECK((e = find(&t, "b_open")) && e->ts == 20 && e->dur == 80 && (e->flags & TL_EV_UNCLOSED) &&
+          (e->flags & TL_EV_ASYNC));
+    CHECK((e = find(&t, "exited")) && e->ts == 15 && e->dur == 85 && (e->flags & TL_EV_UNCLOSED));
+    CHECK((e = find(&t, "closed")) && e->dur == 10 && !(e->flags & TL_EV_UNCLOSED));
+    CHECK((e = find(&t, "new")) && e->dur == 10 && !(e->flags & TL_EV_UNCLOSED));
+    CHECK((e = find(&t, "ProfilerStep#0")) && e->dur == 50 && !(e->flags & TL_EV_UNCLOSED));
+    CHECK((e = find(&t, "ProfilerStep#1")) && e->dur == 10 && (e->flags & TL_EV_UNCLOSED));
+    if (e)
+        CHECK(e->track != find(&t, "exited")->track && find(&t, "new")->track != e->track);
+    CHECK(find(&t, "exited")->track != find(&t, "new")->track); /* tid 200 and 201 */
+    CHECK_EQ_INT(t.open_ranges, 3);
+    CHECK_EQ_INT(t.unclosed, 0); /* no STATS: the program was killed */
+    CHECK(has_warning(&t, "warning: 3 ranges never closed (still open when recording ended; "
+                          "drawn to the end of the trace)"));
+    CHECK(!has_warning(&t, "the file ends inside"));
+    tl_trace_free(&t);
+    free(b.p);
+
+    b = open_ranges_file(1);
+    tl_trace_init(&t);
+    CHECK_EQ_INT(tl_read_tally_mem(&t, b.p, b.len, "open.tally", &err), 0);
+    CHECK_EQ_INT(t.open_ranges, 3);
+    CHECK_EQ_INT(t.unclosed, 5);
+    CHECK(has_warning(&t, "warning: 5 ranges never closed"));
+    tl_trace_free(&t);
+    free(b.p);
+}
+
+/* tally's Chrome export marks them "tally_unclosed": 1, and reading the export back flags and
+ * counts them again (the step closed by stop aside). */
+TEST(ranges_never_closed_survive_export)
+{
+    fb b = open_ranges_file(0);
+    tl_trace t;
+    tl_trace_init(&t);
+    tl_error err = {{0}};
+    CHECK_EQ_INT(tl_read_tally_mem(&t, b.p, b.len, "open.tally", &err), 0);
+    char *json = NULL;
+    size_t jlen = 0;
+    FILE *f = open_memstream(&json, &jlen);
+    CHECK(f != NULL);
+    if (!f) {
+        tl_trace_free(&t);
+        free(b.p);
+        return;
+    }
+    CHECK_EQ_INT(tl_write_chrome_file(&t, f, &err), 0);
+    fclose(f);
+    CHECK(strstr(json, "\"tally_unclosed\":1") != NULL);
+    tl_trace back;
+    tl_trace_init(&back);
+    CHECK_EQ_INT(tl_read_json_mem(&back, json, jlen, "open.json", &err), 0);
+    CHECK_EQ_INT(back.open_ranges, 3);
+    const char *names[] = {"p_open", "b_open", "exited", "ProfilerStep#1"};
+    for (size_t i = 0; i < 4; i++) {
+        const tl_event *e = find(&back, names[i]);
+        CHECK(e && (e->flags & TL_EV_UNCLOSED));
+    }
+    CHECK(find(&back, "closed") && !(find(&back, "closed")->flags & TL_EV_UNCLOSED));
+    CHECK(has_warning(&back, "warning: 3 ranges never closed"));
+    tl_trace_free(&back);
+    free(json);
+    tl_trace_free(&t);
     free(b.p);
 }
 
@@ -361,12 +828,10 @@ TEST(random_damage_never_crashes)
 TEST(reader_speed)
 {
     /* 2 M records: 1 M push/pop pairs on 4 threads in 64 KiB runs */
+    static const site_def sites[] = {{"r", TALLY_USER}};
     fb b = {0};
-    header(&b, 1);
-    meta_ns_clock(&b, 0);
-    size_t at = chunk_begin(&b, TALLY__CHUNK_STRINGS);
-    string_entry(&b, 0x1000, "r", TALLY_USER);
-    chunk_end(&b, at);
+    file_start(&b, 0, sites, 1);
+    size_t at;
     const int per_run = 4096, runs = 2000000 / per_run;
     uint64_t ts = 1000;
     for (int r = 0; r < runs; r++) {
@@ -394,8 +859,55 @@ TEST(reader_speed)
     free(b.p);
 }
 
+/* The seed corpus of fuzz_tally_reader: the hand-built files whole, cut inside their last
+ * chunk, and with runs never written in full. */
+static int write_seed(const char *dir, const char *name, const void *p, size_t len)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name); /* not .tally: .gitignore has *.tally */
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(p, 1, len, f) != len || fclose(f) != 0) {
+        perror(path);
+        return 1;
+    }
+    return 0;
+}
+
+static int write_seeds(const char *dir)
+{
+    int bad = 0;
+    size_t last, damaged, run_c;
+    fb b = known_file();
+    bad |= write_seed(dir, "known", b.p, b.len);
+    bad |= write_seed(dir, "known_cut_stats", b.p, b.len - 8);
+    free(b.p);
+    b = killed_file(&last);
+    bad |= write_seed(dir, "killed", b.p, b.len);
+    bad |= write_seed(dir, "killed_cut_header", b.p, last + 8);
+    bad |= write_seed(dir, "killed_cut_device", b.p, last + 16 + 32 + 9 * 16 + 5);
+    bad |= write_seed(dir, "killed_cut_counter", b.p, last + 16 + 32 + 18 * 16 + 3);
+    free(b.p);
+    b = hole_file(&damaged, &run_c);
+    bad |= write_seed(dir, "zero_tail", b.p, b.len);
+    memset(b.p + run_c, 0, b.len - run_c);
+    bad |= write_seed(dir, "zeros_to_end", b.p, b.len);
+    free(b.p);
+    b = hole_file(&damaged, &run_c);
+    tally__chunk_header h;
+    memcpy(&h, b.p + damaged, sizeof h);
+    memset(b.p + damaged, 0, sizeof h + h.len);
+    bad |= write_seed(dir, "chunk_never_written", b.p, b.len);
+    free(b.p);
+    b = open_ranges_file(1);
+    bad |= write_seed(dir, "open_ranges", b.p, b.len);
+    free(b.p);
+    return bad;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 3 && !strcmp(argv[1], "--write-seeds"))
+        return write_seeds(argv[2]);
     if (argc == 3 && !strcmp(argv[1], "--count")) {
         tl_trace t;
         tl_trace_init(&t);
@@ -410,7 +922,12 @@ int main(int argc, char **argv)
     }
     RUN(hand_built_file_exact);
     RUN(broken_files_name_the_offset);
-    RUN(cut_short_reads_complete_chunks);
+    RUN(cut_short_reads_complete_entries);
+    RUN(cut_at_every_byte_of_the_last_chunk);
+    RUN(zeros_end_a_run_and_later_runs_are_read);
+    RUN(chunk_never_written_is_skipped);
+    RUN(ranges_never_closed_are_flagged_and_counted);
+    RUN(ranges_never_closed_survive_export);
     RUN(unknown_chunks_skipped);
     RUN(random_damage_never_crashes);
     RUN(reader_speed);
