@@ -14,8 +14,6 @@
 #include "cli/runner.h"
 #include "report/summary.h"
 
-#include <string.h>
-
 /* The state of one invocation. */
 struct report_args {
     cli_job job;

@@ -3,11 +3,11 @@
  * differs (its options, its views, its help).
  *
  * cli_main is the one parse -> load -> views -> render path of `tally report`, `ops`, `gaps` and
- * `diff`: parse the command line (options.h),
- * load each trace (with progress), finish it, compute the verb's tables, open -o OUT or stdout,
- * write the traces' loss warnings and the tables with tl_out, close and check for write errors,
- * free. Errors carry their kind (tl_error.code) up to here, where cli_status turns it into the
- * exit status once: a usage error is 2, anything else 1.
+ * `diff`: parse the command line (options.h), check it, load each trace (with progress) and
+ * finish it, compute the verb's tables, open -o OUT or stdout, write the traces' loss warnings
+ * and the tables with tl_out, close and check for write errors, free. Errors carry their kind
+ * (tl_error.code) up to here, where cli_status turns it into the exit status once: a usage
+ * error is 2, anything else 1.
  */
 #ifndef TALLY_CLI_RUNNER_H
 #define TALLY_CLI_RUNNER_H
