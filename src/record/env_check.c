@@ -86,11 +86,11 @@ static const struct setting {
 };
 #define NSETTINGS (sizeof settings / sizeof settings[0])
 
-/* Names that are not settings but that tally's own build and tests put in the environment of
- * every program they run: accepted, read by no one. */
+/* Names that are not settings but that tally's own tests put in the environment of programs
+ * they run (TALLY_TEST_*): accepted, read by no one. */
 static int not_a_setting(const char *name, size_t n)
 {
-    return (n == 9 && !strncmp(name, "TALLY_LIB", 9)) || !strncmp(name, "TALLY_TEST_", 11);
+    return n > 11 && !strncmp(name, "TALLY_TEST_", 11);
 }
 
 size_t tally__env_count(void)

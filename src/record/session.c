@@ -22,6 +22,7 @@
  * Step, start and stop serialise on one mutex; the hot path never touches it. The writer thread
  * never takes it (program threads wait for the writer while holding it).
  */
+#include "record/env_check.h"
 #include "record/internal.h"
 #include "record/recorder.h"
 #include "record/schedule.h"
@@ -585,6 +586,9 @@ static int start_locked(const tally_config *cfg)
         return rc;
     if (!tally__sched_valid(&c))
         return TALLY_EINVAL;
+    char bad[256];
+    if (!c.quiet && tally__env_check(bad, sizeof bad) != 0) /* a misspelt setting is ignored */
+        fprintf(stderr, "tally: warning: %s\n", bad);
     fill_ident(&c);
     if (!c.timer_only) {
         if (ensure_dir(c.output_dir) != 0) {

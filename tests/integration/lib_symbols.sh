@@ -3,26 +3,26 @@
 # collectors only: it exports the public API and the two injection entry points, defines and
 # needs nothing of the trace model, readers, views or renderers (tl_*), and does not need zlib.
 set -euo pipefail
-: "${TALLY_LIB:?}" "${BUILD:?}"
+: "${LIBTALLY:?}" "${BUILD:?}"
 fail() { echo "lib_symbols: $*" >&2; exit 1; }
 command -v nm >/dev/null || fail "nm not found"
-static="$(dirname "$TALLY_LIB")/libtally.a"
-[ -f "$static" ] || fail "no static library beside $TALLY_LIB"
+static="$(dirname "$LIBTALLY")/libtally.a"
+[ -f "$static" ] || fail "no static library beside $LIBTALLY"
 
-exported=$(nm -D --defined-only "$TALLY_LIB" | awk '{print $3}')
+exported=$(nm -D --defined-only "$LIBTALLY" | awk '{print $3}')
 [ -n "$exported" ] || fail "libtally.so exports nothing"
 bad=$(echo "$exported" | grep -Ev '^(tally_[a-z_0-9]+|tally__recording|InitializeInjection|InitializeInjectionNvtx2)$' || true)
 [ -z "$bad" ] || fail "libtally.so exports symbols beyond the API: $bad"
 echo "$exported" | grep -qx tally_push || fail "tally_push is not exported"
 echo "$exported" | grep -qx InitializeInjectionNvtx2 || fail "the NVTX entry point is not exported"
 
-for lib in "$TALLY_LIB" "$static"; do
-    opt=""; [ "$lib" = "$TALLY_LIB" ] && opt="-D"
+for lib in "$LIBTALLY" "$static"; do
+    opt=""; [ "$lib" = "$LIBTALLY" ] && opt="-D"
     model=$(nm $opt "$lib" 2>/dev/null | awk '$NF ~ /^tl_/ {print $NF}' | sort -u)
     [ -z "$model" ] || fail "$(basename "$lib") holds trace-model code: $(echo $model | head -c 300)"
     z=$(nm -u $opt "$lib" 2>/dev/null | awk '{print $NF}' | grep -E '^(gz|deflate|inflate|crc32)' || true)
     [ -z "$z" ] || fail "$(basename "$lib") uses zlib: $z"
 done
-if readelf -d "$TALLY_LIB" | grep NEEDED | grep -q libz; then fail "libtally.so needs libz"; fi
+if readelf -d "$LIBTALLY" | grep NEEDED | grep -q libz; then fail "libtally.so needs libz"; fi
 n=$(echo "$exported" | wc -l)
 echo "lib_symbols: ok ($n exported symbols, no trace model, no zlib)"

@@ -6,7 +6,7 @@
 set -euo pipefail
 . "$(dirname "$0")/nvtx_common.sh.inc"
 need_injection
-: "${TALLY_LIB:?}"
+: "${LIBTALLY:?}"
 cat > "$W/load.c" <<'C'
 #include <dlfcn.h>
 #include <stdio.h>
@@ -31,7 +31,7 @@ int main(int argc, char **argv)
 C
 cc -std=c11 -o "$W/load" "$W/load.c" -ldl
 out=$(TALLY_OUTPUT_DIR="$W/o" TALLY_CUPTI_PATH=/nonexistent/libcupti.so TALLY_QUIET=1 \
-    "${SAN_ENV[@]}" "$W/load" "$TALLY_LIB" 2> "$W/err") || { echo "$out"; cat "$W/err"; exit 1; }
+    "${SAN_ENV[@]}" "$W/load" "$LIBTALLY" 2> "$W/err") || { echo "$out"; cat "$W/err"; exit 1; }
 [ "$out" = "InitializeInjection returned 1" ] || { echo "$out"; exit 1; }
 grep -q "CUPTI" "$W/err" || { echo "expected one line about CUPTI"; cat "$W/err"; exit 1; }
 echo "run_injectable: ok"

@@ -5,7 +5,7 @@
 # with one line on stderr, and the program runs normally (it used to crash with SIGSEGV).
 set -euo pipefail
 . "$(dirname "$0")/nvtx_common.sh.inc"
-: "${TALLY_LIB:?}"
+: "${LIBTALLY:?}"
 if ! have_nvtx; then
     echo "skipped: no nvtx3 headers (CUDA_INC unset)"
     exit 77
@@ -29,7 +29,7 @@ if ! cc -static -std=c11 -I"$CUDA_INC" -o "$W/snv" "$W/snv.c" -ldl 2>"$W/cc.err"
 fi
 mkdir "$W/out"
 set +e
-NVTX_INJECTION64_PATH="$TALLY_LIB" TALLY_OUTPUT_DIR="$W/out" "$W/snv" >"$W/out.txt" 2>"$W/err.txt"
+NVTX_INJECTION64_PATH="$LIBTALLY" TALLY_OUTPUT_DIR="$W/out" "$W/snv" >"$W/out.txt" 2>"$W/err.txt"
 st=$?
 set -e
 [ "$st" = 7 ] || { echo "static_inject: exit $st, expected the program's 7: $(cat "$W/err.txt")"; exit 1; }
