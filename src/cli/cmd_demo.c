@@ -22,6 +22,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <limits.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -193,6 +195,14 @@ static int run_variant(struct demo *d, llama_model *m, const char *name, struct 
     tc.repeat = 1;
     tc.on_trace_ready = on_ready;
     tc.user = d;
+    /* the recorder never overwrites a trace: the demo replaces its own previous run's files
+     * (DIR/demo-fused.tally ...) so that they keep their names */
+    const char *exts[] = {".tally", ".json.gz"};
+    for (int i = 0; i < 2; i++) {
+        char old[PATH_MAX];
+        if (snprintf(old, sizeof old, "%s/%s%s", d->outdir, name, exts[i]) < (int)sizeof old)
+            unlink(old);
+    }
     for (int i = 0; i < d->npaths; i++)
         free(d->paths[i]);
     d->npaths = 0;

@@ -26,10 +26,17 @@ check() { # case dir errtext
     echo "diskfull: $name ok ($n of 2000000 ranges written before the error)"
 }
 
-# a full disk after 4 MB of trace
+# a full disk after 4 MB of trace (in a sanitizer build the shim, instrumented too, needs the
+# sanitizer's runtime preloaded before it)
 mkdir "$work/enospc"
 [ -f "$SHIM" ] || fail "no $SHIM"
-env LD_PRELOAD="$SHIM${LD_PRELOAD:+:$LD_PRELOAD}" TALLY_TEST_FULL_AFTER=4000000 \
+preload="$SHIM"
+san=$(sed -n 's/^TALLY_SANITIZE:STRING=//p' "$BUILD/CMakeCache.txt" 2>/dev/null || true)
+case "$san" in
+*address*) preload="$(cc -print-file-name=libasan.so):$SHIM" ;;
+*thread*) preload="$(cc -print-file-name=libtsan.so):$SHIM" ;;
+esac
+env LD_PRELOAD="$preload" ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" TALLY_TEST_FULL_AFTER=4000000 \
     "$PROG" "$work/enospc" >"$work/enospc/out.txt" 2>"$work/enospc/err.txt" ||
     fail "ENOSPC: the program failed ($?): $(cat "$work/enospc/err.txt")"
 check ENOSPC "$work/enospc" "No space left on device"
