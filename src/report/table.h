@@ -25,25 +25,25 @@ typedef struct tl_col {
     const char *title; /* text header, e.g. "CPU Total" */
     const char *key;   /* csv/json field, e.g. "cpu_total_us" */
     tl_coltype type;
-    int left;          /* left-align in text (names); numbers are right-aligned */
+    int left; /* left-align in text (names); numbers are right-aligned */
 } tl_col;
 
 typedef struct tl_cell {
-    int set;     /* 0 = empty cell ("-" in text, empty in csv, null in json) */
-    int64_t i;   /* INT, TIME, BYTES */
-    double d;    /* PCT, FLOAT, RATE */
-    char *s;     /* STR (owned) */
-    int indent;  /* STR: leading indent level in text (2 spaces each) */
+    int set;    /* 0 = empty cell ("-" in text, empty in csv, null in json) */
+    int64_t i;  /* INT, TIME, BYTES */
+    double d;   /* PCT, FLOAT, RATE */
+    char *s;    /* STR (owned) */
+    int indent; /* STR: leading indent level in text (2 spaces each) */
 } tl_cell;
 
 typedef struct tl_table {
-    char *title;     /* "Overview", "Kernel Summary" */
-    char *key;       /* json key: "overview" */
+    char *title; /* "Overview", "Kernel Summary" */
+    char *key;   /* json key: "overview" */
     tl_col *cols;
     int ncols;
-    tl_cell *cells;  /* row-major */
+    tl_cell *cells; /* row-major */
     int nrows, cap_rows;
-    char **notes;    /* footer lines (text only; json: "notes" array) */
+    char **notes; /* footer lines (text only; json: "notes" array) */
     int nnotes;
     struct tl_table *next; /* a view may return several tables as a chain; tl_table_free frees
                               the whole chain, tl_out_table writes one table */
@@ -82,8 +82,8 @@ int tl_unit_parse(const char *s);
 typedef struct tl_out {
     FILE *f;
     tl_format fmt;
-    tl_unit unit;   /* text only: force one unit for times */
-    int ntables;    /* written so far */
+    tl_unit unit;             /* text only: force one unit for times */
+    int ntables;              /* written so far */
     struct tl_out_priv *priv; /* renderer state (json messages, keys used); table.c owns it */
 } tl_out;
 

@@ -52,7 +52,7 @@ for verb in report ops gaps diff export run demo; do
   done
   "$TALLY" help "$verb" | cmp -s - "$W/help" || fail "'tally help $verb' differs from --help"
 done
-! "$TALLY" run --help | grep -q -- "--gpu" || fail "tally run --help lists --gpu"
+! grep -q -- "--gpu" <<<"$("$TALLY" run --help)" || fail "tally run --help lists --gpu"
 
 # --- did you mean ---------------------------------------------------------------------------
 expect_usage -m "did you mean '--sort'?" "$TALLY" report "$trace" --sotr total_us

@@ -43,7 +43,7 @@ for name in decoder_layer attention_block mlp_block decoder_layer_backward read_
 done
 # Operator ranges (TALLY_OPERATOR) are shown by the operator view (or the ops table), where the
 # build has one.
-if "$TALLY" report --help | grep -qE '^[[:space:]]+(operator|ops)[[:space:]]'; then
+if grep -qE '^[[:space:]]+(operator|ops)[[:space:]]' <<<"$("$TALLY" report --help)"; then
   for name in rmsnorm rmsnorm.pow rmsnorm.mean rmsnorm.add_eps rmsnorm.rsqrt rmsnorm.mul matmul \
               attention rope swiglu lm_head matmul.worker adamw; do
     grep -qE "(^|[[:space:]])$name([[:space:]]|$)" "$work/report.txt" ||
@@ -70,5 +70,5 @@ set +e
 set -e
 [ "$rc" -eq 2 ] || fail "bad size: exit $rc, expected 2"
 [ "$(wc -l <"$work/usage.txt")" -eq 1 ] || fail "bad size: expected a one-line error"
-"$TALLY" demo --help | grep -q -- "--rmsnorm" || fail "--help does not list --rmsnorm"
+grep -q -- "--rmsnorm" <<<"$("$TALLY" demo --help)" || fail "--help does not list --rmsnorm"
 echo "demo_smoke: ok"

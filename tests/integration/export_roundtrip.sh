@@ -35,7 +35,7 @@ set +e
 "$TALLY" export --bogus x -o y >/dev/null 2>&1; [ $? = 2 ] || fail "unknown option should exit 2"
 "$TALLY" export "$work/none.json" -o "$work/x.json" 2>/dev/null; [ $? = 1 ] || fail "missing input should exit 1"
 set -e
-"$TALLY" export --help | grep -q "usage: tally export" || fail "--help"
+grep -q "usage: tally export" <<<"$("$TALLY" export --help)" || fail "--help"
 
 command -v python3 >/dev/null || { echo "skipped: python3 absent (the strict JSON check needs it)"; exit 77; }
 python3 - "$trace" "$work/a.json" "$work/b.json.gz" <<'PY' || fail "python check failed"

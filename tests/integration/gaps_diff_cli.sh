@@ -70,7 +70,7 @@ set +e
 "$TALLY" gaps "$work/a.json" --sort nope >/dev/null 2>&1; [ $? -eq 2 ] || fail "bad sort: not 2"
 "$TALLY" gaps "$work/missing.json" >/dev/null 2>"$work/err.txt"; [ $? -eq 1 ] || fail "missing file: not 1"
 [ "$(wc -l <"$work/err.txt")" -eq 1 ] || fail "missing file: not one line on stderr"
-"$TALLY" gaps --help | grep -q "kernel-wait-us" || fail "--help"
+grep -q "kernel-wait-us" <<<"$("$TALLY" gaps --help)" || fail "--help"
 "$TALLY" diff "$work/a.json" >/dev/null 2>&1; [ $? -eq 2 ] || fail "diff with one file: not 2"
 "$TALLY" diff "$work/a.json" "$work/b.json" --views bogus >/dev/null 2>&1; [ $? -eq 2 ] || fail "diff bad view: not 2"
 set -e

@@ -25,7 +25,7 @@ grep -q "nvtx_app done" "$W/run.out" # the program's stdout is untouched
 trace=$(one_trace "$W/out")
 case "$trace" in *.tally) ;; *) exit 1 ;; esac
 # Chrome traces get TensorBoard's name (when the session writes one)
-if ls "$W/out" | grep '\.json\.gz$' | grep -qv '\.pt\.trace\.json\.gz$'; then
+if grep '\.json\.gz$' <<<"$(ls "$W/out")" | grep -qv '\.pt\.trace\.json\.gz$'; then
     echo "nvtx_inject: a Chrome trace without the .pt.trace.json.gz ending" >&2
     exit 1
 fi

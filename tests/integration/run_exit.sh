@@ -44,7 +44,7 @@ set -e
 [ $(($(date +%s) - start)) -lt 10 ] || { echo "SIGTERM not forwarded in time"; exit 1; }
 
 # No driver: one clear line, the program runs normally.
-if ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1'; then
+if ! grep -q 'libcuda\.so\.1' <<<"$(ldconfig -p 2>/dev/null)"; then
     grep -q "no CUDA driver" "$W/err2" || { echo "no driver message missing"; cat "$W/err2"; exit 1; }
     [ "$(grep -c "no CUDA driver" "$W/err2")" = 1 ]
 fi

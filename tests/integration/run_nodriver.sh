@@ -9,7 +9,7 @@ if [ -z "${CUDA_INC:-}" ] || [ ! -f "$CUDA_INC/cuda.h" ]; then
     echo "skipped: no CUDA headers"
     exit 77
 fi
-if ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1'; then
+if grep -q 'libcuda\.so\.1' <<<"$(ldconfig -p 2>/dev/null)"; then
     echo "skipped: a CUDA driver is installed here"
     exit 77
 fi

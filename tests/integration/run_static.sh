@@ -27,7 +27,7 @@ if ! cc -std=c11 -static -I"$CUDA_INC" -o "$W/static_nvtx" "$W/static_nvtx.c" 2>
     echo "skipped: cannot link a static program here: $(tail -1 "$W/cc.err")"
     exit 77
 fi
-if readelf -l "$W/static_nvtx" | grep -q INTERP; then
+if grep -q INTERP <<<"$(readelf -l "$W/static_nvtx")"; then
     echo "skipped: cc -static made a dynamically linked program"
     exit 77
 fi

@@ -24,7 +24,9 @@ extern const char *test_current;
         int before_ = test_failures, skipped_ = test_skipped;                                      \
         name();                                                                                    \
         fprintf(stderr, "%s %s\n",                                                                 \
-                test_failures != before_ ? "FAIL" : test_skipped != skipped_ ? "skip" : "ok  ",    \
+                test_failures != before_   ? "FAIL"                                                \
+                : test_skipped != skipped_ ? "skip"                                                \
+                                           : "ok  ",                                               \
                 #name);                                                                            \
     } while (0)
 
