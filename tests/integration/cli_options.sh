@@ -35,11 +35,11 @@ for verb in report ops gaps diff export run demo; do
   options=$(sed -n '/^options:$/,/^$/p' "$W/help")
   [ -n "$options" ] || fail "$verb --help has no options section"
   for name in $(printf '%s\n' "$usage" | grep -oE '\[--[a-z-]+' | sed 's/^\[--//'); do
-    printf '%s\n' "$options" | grep -qE "^  (-[a-z], )? *--$name( |$)" ||
+    grep -qE "^  (-[a-z], )? *--$name( |$)" <<<"$options" ||
       fail "$verb --help: --$name is in the usage line but has no line of help"
   done
   for letter in $(printf '%s\n' "$usage" | grep -oE '\[-[a-z]( |\])' | cut -c3); do
-    printf '%s\n' "$options" | grep -qE "^  -$letter, --" ||
+    grep -qE "^  -$letter, --" <<<"$options" ||
       fail "$verb --help: -$letter is in the usage line but has no line of help"
   done
   # every option the help lists is one the verb takes (tally run once listed --gpu)

@@ -15,7 +15,7 @@ fail() { echo "demo_rmsnorm_both: $*" >&2; exit 1; }
 [ -s "$work/out/demo-fused.tally" ] || fail "no fused trace"
 line=$(grep -m1 "^rmsnorm per call:" "$work/out.txt") || { cat "$work/out.txt" >&2; fail "no comparison line"; }
 # 3 rmsnorm calls per forward (2 per layer + final) x 2 steps, in each variant
-echo "$line" | grep -q "(6 calls), fused .* (6 calls)" || fail "unexpected call counts: $line"
+grep -q "(6 calls), fused .* (6 calls)" <<<"$line" || fail "unexpected call counts: $line"
 ratio=$(echo "$line" | sed -E 's/.*unfused\/fused = ([0-9.]+)x.*/\1/')
 awk -v r="$ratio" 'BEGIN { exit !(r > 1.0) }' || fail "unfused not slower than fused: $line"
 # --format json with both: one JSON document on stdout, an array of the two reports.

@@ -14,8 +14,8 @@ exported=$(nm -D --defined-only "$LIBTALLY" | awk '{print $3}' | grep -Ev '^(__o
 [ -n "$exported" ] || fail "libtally.so exports nothing"
 bad=$(echo "$exported" | grep -Ev '^(tally_[a-z_0-9]+|tally__recording|InitializeInjection|InitializeInjectionNvtx2)$' || true)
 [ -z "$bad" ] || fail "libtally.so exports symbols beyond the API: $bad"
-echo "$exported" | grep -qx tally_push || fail "tally_push is not exported"
-echo "$exported" | grep -qx InitializeInjectionNvtx2 || fail "the NVTX entry point is not exported"
+grep -qx tally_push <<<"$exported" || fail "tally_push is not exported"
+grep -qx InitializeInjectionNvtx2 <<<"$exported" || fail "the NVTX entry point is not exported"
 
 for lib in "$LIBTALLY" "$static"; do
     opt=""; [ "$lib" = "$LIBTALLY" ] && opt="-D"
