@@ -12,6 +12,7 @@
  */
 #include "cli/commands.h"
 #include "cli/runner.h"
+#include "trace/tally_export.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -78,12 +79,20 @@ int cmd_export(int argc, char **argv)
     double t0 = now_s();
     tl_trace t;
     tl_trace_init(&t);
-    int status = cli_load(command.verb, &t, a.in, 1);
-    if (status == 0)
-        status = cli_write_chrome(command.verb, &t, a.out);
+    int status;
+    size_t nev = 0;
+    if (tl_is_tally_file(a.in)) { /* streamed in bounded memory, no trace model */
+        tl_error err = {{0}};
+        status = tl_tally_export(a.in, a.out, &nev, &err) != 0 ? cli_fail(command.verb, &err) : 0;
+    } else {
+        status = cli_load(command.verb, &t, a.in, 1);
+        if (status == 0)
+            status = cli_write_chrome(command.verb, &t, a.out);
+        nev = t.nev;
+    }
     double dt = now_s() - t0;
     if (status == 0 && strcmp(a.out, "-") != 0 && dt > 1.0)
-        fprintf(stderr, "tally export: %zu events written to %s in %.1f s\n", t.nev, a.out, dt);
+        fprintf(stderr, "tally export: %zu events written to %s in %.1f s\n", nev, a.out, dt);
     tl_trace_free(&t);
     return status;
 }

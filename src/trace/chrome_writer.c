@@ -8,8 +8,12 @@
  *
  * Speed: every field is formatted by hand into one large buffer (no printf per field) that is
  * written in blocks with fwrite or gzwrite, so the writer runs at several hundred MB/s.
+ *
+ * The file is written in pieces (chrome_json.h: the header, an event with its text, one end of a
+ * flow, the track names, the end), so that the streaming .tally export (tally_export.c), which
+ * has no model, writes every event the way the model's writer below does.
  */
-#include "trace/model.h"
+#include "trace/chrome_json.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -18,11 +22,13 @@
 
 #define OUT_BLOCK (1u << 20)
 
-typedef struct jw {
+typedef struct tl_json {
     char *buf;
     size_t n;
     FILE *f;
     gzFile gz;
+    const char *path; /* written by tl_json_open (NULL: to a FILE the caller owns) */
+    int64_t base;     /* timestamps are written relative to this (ns) */
     int failed;
 } jw;
 
@@ -81,6 +87,12 @@ static inline void jw_i64(jw *w, int64_t v)
     } else {
         jw_u64(w, (uint64_t)v);
     }
+}
+
+/* ns - base, wrapping rather than overflowing on the timestamps of a damaged file */
+static inline int64_t since(int64_t ns, int64_t base)
+{
+    return (int64_t)((uint64_t)ns - (uint64_t)base);
 }
 
 /* ns as microseconds with three decimals: 1500 -> "1.500". Integer math only. */
@@ -284,18 +296,19 @@ static void write_pid_tid(jw *w, const tl_track *tr)
     jw_i64(w, tr->tid);
 }
 
-static void write_event(jw *w, const tl_trace *t, const tl_event *e, int64_t base)
+void tl_json_event(jw *w, const tl_track *tr, const tl_event *e, const char *name, size_t name_len,
+                   const char *args, size_t args_len)
 {
-    const tl_track *tr = &t->tracks[e->track];
+    int64_t base = w->base;
     int cat = e->cat;
     if (cat == TL_CAT_COUNTER) {
         LIT(w, "{\"ph\":\"C\",\"name\":");
-        jw_id(w, t, e->name);
+        jw_str(w, name, name_len);
         write_pid_tid(w, tr);
         LIT(w, ",\"ts\":");
-        jw_us(w, e->ts - base);
+        jw_us(w, since(e->ts, base));
         LIT(w, ",\"args\":{");
-        jw_id(w, t, e->name);
+        jw_str(w, name, name_len);
         LIT(w, ":");
         jw_double(w, (double)e->value / 1000.0);
         LIT(w, "}},\n");
@@ -309,17 +322,17 @@ static void write_event(jw *w, const tl_trace *t, const tl_event *e, int64_t bas
     const char *kc = kineto_cat(e);
     jw_lit(w, kc, strlen(kc));
     LIT(w, "\",\"name\":");
-    if (cat == TL_CAT_MEMCPY && e->name == 0)
+    if (cat == TL_CAT_MEMCPY && !name_len)
         jw_cstr(w, memcpy_name(e));
-    else if (cat == TL_CAT_MEMSET && e->name == 0)
+    else if (cat == TL_CAT_MEMSET && !name_len)
         jw_cstr(w, "Memset (Device)");
-    else if (cat == TL_CAT_MEMORY && e->name == 0)
+    else if (cat == TL_CAT_MEMORY && !name_len)
         jw_cstr(w, "[memory]");
     else
-        jw_id(w, t, e->name);
+        jw_str(w, name, name_len);
     write_pid_tid(w, tr);
     LIT(w, ",\"ts\":");
-    jw_us(w, e->ts - base);
+    jw_us(w, since(e->ts, base));
     if (!instant) {
         LIT(w, ",\"dur\":");
         jw_us(w, e->dur);
@@ -375,39 +388,37 @@ static void write_event(jw *w, const tl_trace *t, const tl_event *e, int64_t bas
         SEP();
         LIT(w, "\"tally_unclosed\":1");
     }
-    if (e->args) {
-        const char *a = tl_str(&t->strings, e->args);
-        size_t alen = t->strings.len[e->args];
+    if (args_len) {
         SEP();
-        if (looks_like_shapes(a, alen)) {
+        if (looks_like_shapes(args, args_len)) {
             LIT(w, "\"Input Dims\":");
-            jw_lit(w, a, alen);
+            jw_lit(w, args, args_len);
         } else {
             LIT(w, "\"args\":");
-            jw_str(w, a, alen);
+            jw_str(w, args, args_len);
         }
     }
 #undef SEP
     LIT(w, "}},\n");
 }
 
-static void write_flow(jw *w, const tl_trace *t, const tl_event *call, const tl_event *dev,
-                       int64_t base)
+void tl_json_flow(jw *w, int finish, const tl_track *tr, int64_t id, int64_t ts)
 {
-    LIT(w, "{\"ph\":\"s\",\"id\":");
-    jw_i64(w, call->corr);
-    write_pid_tid(w, &t->tracks[call->track]);
+    if (finish)
+        LIT(w, "{\"ph\":\"f\",\"id\":");
+    else
+        LIT(w, "{\"ph\":\"s\",\"id\":");
+    jw_i64(w, id);
+    write_pid_tid(w, tr);
     LIT(w, ",\"ts\":");
-    jw_us(w, call->ts - base);
-    LIT(w, ",\"cat\":\"ac2g\",\"name\":\"ac2g\"},\n{\"ph\":\"f\",\"id\":");
-    jw_i64(w, call->corr);
-    write_pid_tid(w, &t->tracks[dev->track]);
-    LIT(w, ",\"ts\":");
-    jw_us(w, dev->ts - base);
-    LIT(w, ",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"bp\":\"e\"},\n");
+    jw_us(w, since(ts, w->base));
+    if (finish)
+        LIT(w, ",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"bp\":\"e\"},\n");
+    else
+        LIT(w, ",\"cat\":\"ac2g\",\"name\":\"ac2g\"},\n");
 }
 
-static void write_metadata(jw *w, const tl_trace *t)
+void tl_json_tracks(jw *w, const tl_trace *t)
 {
     /* process names: one per host pid and per device */
     for (uint32_t i = 0; i < t->ntracks; i++) {
@@ -427,7 +438,7 @@ static void write_metadata(jw *w, const tl_trace *t)
                 LIT(w, "\"}},\n{\"name\":\"process_sort_index\",\"ph\":\"M\",\"ts\":0,\"pid\":");
                 jw_i64(w, tr->device);
                 LIT(w, ",\"tid\":0,\"args\":{\"sort_index\":");
-                jw_i64(w, 0x1000000 + tr->device);
+                jw_i64(w, INT64_C(0x1000000) + tr->device);
                 LIT(w, "}},\n");
             } else {
                 /* the model keeps no process name; Kineto writes the executable's */
@@ -458,8 +469,9 @@ static void write_metadata(jw *w, const tl_trace *t)
     }
 }
 
-static void write_header(jw *w, const tl_trace *t, int64_t base)
+void tl_json_header(jw *w, const tl_trace *t, int64_t base)
 {
+    w->base = base;
     LIT(w, "{\n\"schemaVersion\":1,\n\"deviceProperties\":[");
     for (uint32_t i = 0; i < t->ndevices; i++) {
         const tl_device *d = &t->devices[i];
@@ -488,90 +500,112 @@ static void write_header(jw *w, const tl_trace *t, int64_t base)
         LIT(w, "},\n");
     }
     LIT(w, "\"displayTimeUnit\":\"ms\",\n\"baseTimeNanoseconds\":");
-    jw_i64(w, base + t->wall_offset);
+    jw_i64(w, (int64_t)((uint64_t)base + (uint64_t)t->wall_offset)); /* wraps, as since() */
     LIT(w, ",\n\"traceEvents\":[\n");
 }
 
-static int write_all(jw *w, const tl_trace *t, const char *name)
+/* The name or args string id of the model as text. */
+static inline const char *text(const tl_trace *t, uint32_t id, size_t *len)
+{
+    *len = id < t->strings.count ? t->strings.len[id] : 0;
+    return tl_str(&t->strings, id);
+}
+
+/* Everything but the end; returns where the trace ends. */
+static int64_t write_all(jw *w, const tl_trace *t)
 {
     int64_t base = 0, t1 = 0;
     tl_trace_span(t, &base, &t1);
-    write_header(w, t, base);
-    write_metadata(w, t);
+    tl_json_header(w, t, base);
+    tl_json_tracks(w, t);
     for (size_t i = 0; i < t->nev; i++) {
         const tl_event *e = &t->ev[i];
-        write_event(w, t, e, base);
+        size_t nl, al;
+        const char *name = text(t, e->name, &nl), *args = text(t, e->args, &al);
+        tl_json_event(w, &t->tracks[e->track], e, name, nl, args, al);
         if ((e->cat == TL_CAT_RUNTIME || e->cat == TL_CAT_DRIVER) && e->link != TL_NONE &&
-            (size_t)e->link < t->nev)
-            write_flow(w, t, e, &t->ev[e->link], base);
+            (size_t)e->link < t->nev) {
+            const tl_event *dev = &t->ev[e->link];
+            tl_json_flow(w, 0, &t->tracks[e->track], e->corr, e->ts);
+            tl_json_flow(w, 1, &t->tracks[dev->track], e->corr, dev->ts);
+        }
     }
+    return t1;
+}
+
+jw *tl_json_open(const char *path, FILE *f, tl_error *err)
+{
+    jw *w = calloc(1, sizeof *w);
+    if (w)
+        w->buf = malloc(OUT_BLOCK * 2 + OUT_BLOCK / 2);
+    if (!w || !w->buf) {
+        free(w);
+        tl_error_setc(err, TL_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    w->f = f;
+    w->path = path;
+    if (!path)
+        return w;
+    size_t len = strlen(path);
+    if (len > 3 && strcmp(path + len - 3, ".gz") == 0) {
+        /* level 3: on bench_export's 2 M-event trace zlib deflates level 1 and 3 at the same
+         * speed (~270-390 MB/s in) but level 3 writes 12.5x smaller output against 10.2x;
+         * level 6 is 3-4x slower for 14.5x. */
+        if ((w->gz = gzopen(path, "wb3")))
+            gzbuffer(w->gz, 1u << 18);
+    } else {
+        w->f = fopen(path, "wb");
+    }
+    if (!w->gz && !w->f) {
+        tl_error_setc(err, TL_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
+        free(w->buf);
+        free(w);
+        return NULL;
+    }
+    return w;
+}
+
+int tl_json_close(jw *w, int64_t t1, const char *trace_name, tl_error *err)
+{
     /* the closing event lets every event above end with a comma */
     LIT(w, "{\"ph\":\"i\",\"s\":\"g\",\"name\":\"Record Window End\",\"pid\":\"\",\"tid\":\"\","
            "\"ts\":");
-    jw_us(w, t1 - base);
+    jw_us(w, since(t1, w->base));
     LIT(w, "}\n],\n\"traceName\":");
-    jw_cstr(w, name ? name : "");
+    jw_cstr(w, trace_name ? trace_name : "");
     LIT(w, "\n}\n");
     jw_flush(w);
-    return w->failed ? -1 : 0;
+    int rc = w->failed ? -1 : 0;
+    if (!w->path)
+        rc |= fflush(w->f) != 0 ? -1 : 0;
+    else if (w->gz)
+        rc |= gzclose(w->gz) != Z_OK ? -1 : 0;
+    else
+        rc |= fclose(w->f) != 0 ? -1 : 0;
+    if (rc != 0) {
+        if (w->path)
+            tl_error_setc(err, TL_ERR_IO, "%s: error writing: %s", w->path, strerror(errno));
+        else
+            tl_error_setc(err, TL_ERR_IO, "error writing the trace: %s", strerror(errno));
+    }
+    free(w->buf);
+    free(w);
+    return rc;
 }
 
 int tl_write_chrome_file(const tl_trace *t, FILE *out, tl_error *err)
 {
-    jw w = {0};
-    w.buf = malloc(OUT_BLOCK * 2 + OUT_BLOCK / 2);
-    if (!w.buf) {
-        tl_error_setc(err, TL_ERR_NOMEM, "out of memory");
+    jw *w = tl_json_open(NULL, out, err);
+    if (!w)
         return -1;
-    }
-    w.f = out;
-    int rc = write_all(&w, t, t->path);
-    free(w.buf);
-    if (rc != 0 || fflush(out) != 0) {
-        tl_error_setc(err, TL_ERR_IO, "error writing the trace: %s", strerror(errno));
-        return -1;
-    }
-    return 0;
+    return tl_json_close(w, write_all(w, t), t->path, err);
 }
 
 int tl_write_chrome(const tl_trace *t, const char *path, tl_error *err)
 {
-    size_t len = strlen(path);
-    int gz = len > 3 && strcmp(path + len - 3, ".gz") == 0;
-    jw w = {0};
-    w.buf = malloc(OUT_BLOCK * 2 + OUT_BLOCK / 2);
-    if (!w.buf) {
-        tl_error_setc(err, TL_ERR_NOMEM, "out of memory");
+    jw *w = tl_json_open(path, NULL, err);
+    if (!w)
         return -1;
-    }
-    if (gz) {
-        /* level 3: on bench_export's 2 M-event trace zlib deflates level 1 and 3 at the same
-         * speed (~270-390 MB/s in) but level 3 writes 12.5x smaller output against 10.2x;
-         * level 6 is 3-4x slower for 14.5x. */
-        w.gz = gzopen(path, "wb3");
-        if (!w.gz) {
-            tl_error_setc(err, TL_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
-            free(w.buf);
-            return -1;
-        }
-        gzbuffer(w.gz, 1u << 18);
-    } else {
-        w.f = fopen(path, "wb");
-        if (!w.f) {
-            tl_error_setc(err, TL_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
-            free(w.buf);
-            return -1;
-        }
-    }
-    int rc = write_all(&w, t, path);
-    if (gz)
-        rc |= gzclose(w.gz) != Z_OK ? -1 : 0;
-    else
-        rc |= fclose(w.f) != 0 ? -1 : 0;
-    free(w.buf);
-    if (rc != 0) {
-        tl_error_setc(err, TL_ERR_IO, "%s: error writing: %s", path, strerror(errno));
-        return -1;
-    }
-    return 0;
+    return tl_json_close(w, write_all(w, t), path, err);
 }

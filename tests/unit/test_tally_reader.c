@@ -7,7 +7,8 @@
  *
  * `test_tally_reader --count FILE` reads FILE and prints its number of events (used by
  * tests/integration/record_kill.sh). `test_tally_reader --write-seeds DIR` writes the hand-built
- * files, whole and cut, as the fuzzer's seed corpus (tests/fuzz/corpus_tally_reader).
+ * files, whole and cut, as the fuzzer's seed corpus (tests/fuzz/corpus_tally_reader);
+ * `--write-ranges FILE N` a file of N push/pop pairs on 4 threads (tests/integration).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -144,35 +145,60 @@ static void str_rec(fb *b, unsigned role, unsigned cat, const char *text)
     put(b, slots, (len + 15) / 16 * 16);
 }
 
-/* A DEVICE record (a kernel named name on stream 7 of device 0) and its payload slots. */
-static void device_rec(fb *b, int64_t start, int64_t end, int64_t corr, const char *name)
+/* A DEVICE record and its payload slots: category cat (TALLY__CAT_*) on stream of device 0,
+ * [start, end), copy kind and flags for copies, bytes. */
+typedef struct dev_ev {
+    unsigned cat;
+    int64_t stream, start, end, corr;
+    const char *name;
+    uint8_t copy;
+    uint16_t flags;
+    int64_t bytes;
+} dev_ev;
+
+static void device_ev(fb *b, dev_ev v)
 {
     tally__fmt_device d;
     memset(&d, 0, sizeof d);
-    d.start = start;
-    d.end = end;
-    d.corr = corr;
-    d.stream = 7;
-    d.cat = TALLY__CAT_KERNEL;
-    d.name_len = (uint32_t)strlen(name);
+    d.start = v.start;
+    d.end = v.end;
+    d.corr = v.corr;
+    d.bytes = v.bytes;
+    d.stream = v.stream;
+    d.cat = v.cat;
+    d.copy_kind = v.copy;
+    d.flags = v.flags;
+    d.name_len = (uint32_t)strlen(v.name);
     size_t body = sizeof d + d.name_len, slots = (body + 15) / 16;
     rec(b, TALLY__R_DEVICE, slots, 0);
     char pl[256] = {0};
     memcpy(pl, &d, sizeof d);
-    memcpy(pl + sizeof d, name, d.name_len);
+    memcpy(pl + sizeof d, v.name, d.name_len);
     put(b, pl, slots * 16);
 }
 
-/* An API record (a runtime call on thread tid) and its payload slots. */
-static void api_rec(fb *b, int64_t start, int64_t end, int64_t corr, int64_t tid, const char *name)
+/* A kernel named name on stream 7 of device 0. */
+static void device_rec(fb *b, int64_t start, int64_t end, int64_t corr, const char *name)
 {
-    tally__fmt_api a = {start, end, corr, tid, TALLY__CAT_RUNTIME, (uint32_t)strlen(name)};
+    device_ev(b, (dev_ev){TALLY__CAT_KERNEL, 7, start, end, corr, name, 0, 0, 0});
+}
+
+/* An API record (a call of category cat on thread tid) and its payload slots. */
+static void api_call(fb *b, unsigned cat, int64_t start, int64_t end, int64_t corr, int64_t tid,
+                     const char *name)
+{
+    tally__fmt_api a = {start, end, corr, tid, cat, (uint32_t)strlen(name)};
     size_t body = sizeof a + a.name_len, slots = (body + 15) / 16;
     rec(b, TALLY__R_API, slots, 0);
     char pl[256] = {0};
     memcpy(pl, &a, sizeof a);
     memcpy(pl + sizeof a, name, a.name_len);
     put(b, pl, slots * 16);
+}
+
+static void api_rec(fb *b, int64_t start, int64_t end, int64_t corr, int64_t tid, const char *name)
+{
+    api_call(b, TALLY__CAT_RUNTIME, start, end, corr, tid, name);
 }
 
 /* A file with known content:
@@ -705,6 +731,138 @@ static fb open_ranges_file(int with_stats)
     return b;
 }
 
+/* GPU work and ranges across threads, for the flows and begin/end pairing (and the export):
+ *   thread 1 (tid 100, "main"): step 0 [1000, 3000) 8 samples; "fwd" [1000, 3000) holding "op"
+ *     [1100, 1900) with shapes; begin "async_a" 2000 (ended by thread 2 at 2800); the end of
+ *     thread 2's "async_b" at 2600 (before its begin is decoded); "twice" [2100, 2200) ended
+ *     again at 2300; counter "loss" 0.25; step 1 [3000, stop 3500)
+ *   thread 2 (tid 200, "worker"): begin "async_b" 2500; "dyn_name" [2700, 2750) (STR, backward)
+ *   thread 3 (tid 300, the collector): runtime/driver calls on tids 100 and 200 and device work,
+ *     by correlation id: 1 one launch, one kernel; 2 one launch, kernels on streams 13 and 7
+ *     (stream 7's track comes first: the flow goes there); 3 a runtime call and the driver call
+ *     inside it, one kernel (from the runtime call); 4 two runtime calls (tid 200's track comes
+ *     first: the THREADS chunk names it before the events are read), one kernel; 5 no device work;
+ * 6 no call; 7 a driver call only; 8 a GPU annotation (no flow); 9 two kernels at the same start
+ * (the longer first); 10 two kernels alike (the first decoded); plus a copy and a memset with no
+ * name (PyTorch's names in the export). */
+static fb gpu_file(void)
+{
+    static const site_def sites[] = {{"fwd", TALLY_FORWARD},  {"op", TALLY_OPERATOR},
+                                     {"async_a", TALLY_USER}, {"async_b", TALLY_USER},
+                                     {"loss", TALLY_USER},    {"twice", TALLY_USER}};
+    fb b = {0};
+    file_start(&b, 4000, sites, 6);
+    size_t at = events_begin(&b, 1, 100, 0, 0);
+    str_rec(&b, TALLY__STR_THREAD, 0, "main");
+    rec(&b, TALLY__R_STEP_BEGIN, 1000, 0);
+    rec(&b, TALLY__R_PUSH, 1000, 0x1000);
+    str_rec(&b, TALLY__STR_ARG, 0, "[[4, 128], [128]]");
+    rec(&b, TALLY__R_PUSH, 1100, 0x2000);
+    rec(&b, TALLY__R_POP, 1900, 0);
+    rec(&b, TALLY__R_BEGIN, 2000, 0x3000);            /* handle 1:0 */
+    rec(&b, TALLY__R_END, 2600, (UINT64_C(2) << 40)); /* async_b */
+    rec(&b, TALLY__R_BEGIN, 2100, 0x6000);            /* handle 1:1 */
+    rec(&b, TALLY__R_END, 2200, (UINT64_C(1) << 40) | 1);
+    rec(&b, TALLY__R_END, 2300, (UINT64_C(1) << 40) | 1);
+    double v = 0.25;
+    uint64_t bits;
+    memcpy(&bits, &v, 8);
+    rec(&b, TALLY__R_VALUE, 0, bits);
+    rec(&b, TALLY__R_COUNTER, 2400, 0x5000);
+    rec(&b, TALLY__R_POP, 3000, 0);
+    rec(&b, TALLY__R_VALUE, 0, 8);
+    rec(&b, TALLY__R_STEP_END, 3000, 0);
+    rec(&b, TALLY__R_STEP_BEGIN, 3000, 1);
+    rec(&b, TALLY__R_STEP_STOP, 3500, 1);
+    chunk_end(&b, at);
+    at = events_begin(&b, 3, 300, 0, 0);
+    const unsigned K = TALLY__CAT_KERNEL, RT = TALLY__CAT_RUNTIME, DRV = TALLY__CAT_DRIVER;
+    api_call(&b, RT, 1200, 1210, 1, 100, "cudaLaunchKernel");
+    device_ev(&b, (dev_ev){K, 7, 1300, 1400, 1, "k1", 0, 0, 0});
+    api_call(&b, RT, 1220, 1230, 2, 100, "cudaLaunchKernel");
+    device_ev(&b, (dev_ev){K, 13, 1500, 1600, 2, "k2a", 0, 0, 0});
+    device_ev(&b, (dev_ev){K, 7, 1450, 1550, 2, "k2b", 0, 0, 0});
+    api_call(&b, RT, 1240, 1250, 3, 100, "cudaLaunchKernel");
+    api_call(&b, DRV, 1242, 1248, 3, 100, "cuLaunchKernel");
+    device_ev(&b, (dev_ev){K, 7, 1700, 1800, 3, "k3", 0, 0, 0});
+    api_call(&b, RT, 1280, 1290, 4, 200, "cudaLaunchKernel");
+    api_call(&b, RT, 1260, 1270, 4, 100, "cudaLaunchKernel");
+    device_ev(&b, (dev_ev){K, 7, 1900, 2000, 4, "k4", 0, 0, 0});
+    api_call(&b, RT, 1300, 1310, 5, 100, "cudaMalloc");
+    device_ev(&b, (dev_ev){K, 7, 2100, 2200, 6, "k6", 0, 0, 0});
+    api_call(&b, DRV, 1320, 1330, 7, 100, "cuLaunchKernel");
+    device_ev(&b, (dev_ev){K, 13, 2200, 2300, 7, "k7", 0, 0, 0});
+    api_call(&b, RT, 1340, 1350, 8, 100, "cudaLaunchKernel");
+    device_ev(&b, (dev_ev){TALLY__CAT_GPU_USER, 7, 1340, 2400, 8, "annot", 0, 0, 0});
+    device_ev(&b, (dev_ev){TALLY__CAT_MEMCPY, 13, 2400, 2500, 0, "", TALLY__COPY_HTOD,
+                           TALLY__DEV_PAGEABLE, 1 << 20});
+    device_ev(&b, (dev_ev){TALLY__CAT_MEMSET, 13, 2500, 2510, 0, "", 0, 0, 4096});
+    api_call(&b, RT, 1360, 1370, 9, 100, "cudaLaunchKernel");
+    device_ev(&b, (dev_ev){K, 7, 2600, 2700, 9, "k9a", 0, 0, 0});
+    device_ev(&b, (dev_ev){K, 7, 2600, 2750, 9, "k9b", 0, 0, 0});
+    api_call(&b, RT, 1380, 1390, 10, 100, "cudaLaunchKernel");
+    device_ev(&b, (dev_ev){K, 7, 2800, 2900, 10, "k10a", 0, 0, 0});
+    device_ev(&b, (dev_ev){K, 7, 2800, 2900, 10, "k10b", 0, 0, 0});
+    chunk_end(&b, at);
+    at = events_begin(&b, 2, 200, 0, 0);
+    rec(&b, TALLY__R_BEGIN, 2500, 0x4000); /* handle 2:0 */
+    rec(&b, TALLY__R_END, 2800, (UINT64_C(1) << 40));
+    str_rec(&b, TALLY__STR_NAME, TALLY_BACKWARD, "dyn_name");
+    rec(&b, TALLY__R_PUSH, 2700, 0);
+    rec(&b, TALLY__R_POP, 2750, 0);
+    chunk_end(&b, at);
+    at = chunk_begin(&b, TALLY__CHUNK_THREADS);
+    tally__thread_entry te = {2, 6, 200};
+    put(&b, &te, sizeof te);
+    put(&b, "worker", 6);
+    pad8(&b);
+    chunk_end(&b, at);
+    return b;
+}
+
+TEST(gpu_work_links_and_cross_thread_ranges)
+{
+    fb b = gpu_file();
+    tl_trace t;
+    tl_trace_init(&t);
+    tl_error err = {{0}};
+    CHECK_EQ_INT(tl_read_tally_mem(&t, b.p, b.len, "gpu.tally", &err), 0);
+    const tl_event *e;
+    CHECK((e = find(&t, "async_a")) && e->ts == 2000 && e->dur == 800);
+    CHECK((e = find(&t, "async_b")) && e->ts == 2500 && e->dur == 100);
+    CHECK((e = find(&t, "twice")) && e->dur == 100);
+    CHECK((e = find(&t, "dyn_name")) && e->dur == 50 && e->cat == TL_CAT_BACKWARD);
+    CHECK((e = find(&t, "op")) && !strcmp(tl_str(&t.strings, e->args), "[[4, 128], [128]]"));
+    CHECK((e = find(&t, "ProfilerStep#1")) && e->dur == 500 && (e->flags & TL_EV_UNCLOSED));
+    CHECK_EQ_INT(t.open_ranges, 0);
+    /* the flows the export draws: each call with a link, to the device work it names */
+    static const struct {
+        int64_t corr;
+        const char *dev;
+        int64_t call_tid;
+        uint16_t call_cat;
+    } want[] = {{1, "k1", 100, TL_CAT_RUNTIME},   {2, "k2b", 100, TL_CAT_RUNTIME},
+                {3, "k3", 100, TL_CAT_RUNTIME},   {4, "k4", 200, TL_CAT_RUNTIME},
+                {7, "k7", 100, TL_CAT_DRIVER},    {9, "k9b", 100, TL_CAT_RUNTIME},
+                {10, "k10a", 100, TL_CAT_RUNTIME}};
+    size_t flows = 0;
+    for (size_t i = 0; i < t.nev; i++) {
+        const tl_event *c = &t.ev[i];
+        if ((c->cat != TL_CAT_RUNTIME && c->cat != TL_CAT_DRIVER) || c->link == TL_NONE)
+            continue;
+        flows++;
+        const char *dev = tl_str(&t.strings, t.ev[c->link].name);
+        int ok = 0;
+        for (size_t k = 0; k < sizeof want / sizeof *want; k++)
+            ok |= want[k].corr == c->corr && !strcmp(want[k].dev, dev) &&
+                  want[k].call_tid == t.tracks[c->track].tid && want[k].call_cat == c->cat;
+        CHECK(ok);
+    }
+    CHECK_EQ_INT(flows, 7);
+    tl_trace_free(&t);
+    free(b.p);
+}
+
 TEST(ranges_never_closed_are_flagged_and_counted)
 {
     fb b = open_ranges_file(0);
@@ -825,24 +983,31 @@ TEST(random_damage_never_crashes)
     free(b.p);
 }
 
-TEST(reader_speed)
+/* pairs push/pop pairs of one call site on 4 threads, in runs of 2048 pairs (64 KiB). */
+static fb ranges_file(int pairs)
 {
-    /* 2 M records: 1 M push/pop pairs on 4 threads in 64 KiB runs */
     static const site_def sites[] = {{"r", TALLY_USER}};
     fb b = {0};
     file_start(&b, 0, sites, 1);
-    size_t at;
-    const int per_run = 4096, runs = 2000000 / per_run;
+    const int per_run = 2048, runs = (pairs + per_run - 1) / per_run;
     uint64_t ts = 1000;
-    for (int r = 0; r < runs; r++) {
-        at = events_begin(&b, 1 + r % 4, 10 + r % 4, (uint64_t)(r / 4), 0);
-        for (int i = 0; i < per_run / 2; i++) {
+    for (int r = 0, left = pairs; r < runs; r++) {
+        size_t at = events_begin(&b, 1 + r % 4, 10 + r % 4, (uint64_t)(r / 4), 0);
+        for (int i = 0; i < per_run && left; i++, left--) {
             rec(&b, TALLY__R_PUSH, ts, 0x1000);
             rec(&b, TALLY__R_POP, ts + 50, 0);
             ts += 100;
         }
         chunk_end(&b, at);
     }
+    return b;
+}
+
+TEST(reader_speed)
+{
+    /* 2 M records: 1 M push/pop pairs on 4 threads in 64 KiB runs */
+    const int runs = 2000000 / 4096, per_run = 4096;
+    fb b = ranges_file(runs * per_run / 2);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     tl_trace t;
@@ -861,16 +1026,21 @@ TEST(reader_speed)
 
 /* The seed corpus of fuzz_tally_reader: the hand-built files whole, cut inside their last
  * chunk, and with runs never written in full. */
-static int write_seed(const char *dir, const char *name, const void *p, size_t len)
+static int write_file(const char *path, const void *p, size_t len)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, name); /* not .tally: .gitignore has *.tally */
     FILE *f = fopen(path, "wb");
     if (!f || fwrite(p, 1, len, f) != len || fclose(f) != 0) {
         perror(path);
         return 1;
     }
     return 0;
+}
+
+static int write_seed(const char *dir, const char *name, const void *p, size_t len)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name); /* not .tally: .gitignore has *.tally */
+    return write_file(path, p, len);
 }
 
 static int write_seeds(const char *dir)
@@ -901,6 +1071,10 @@ static int write_seeds(const char *dir)
     b = open_ranges_file(1);
     bad |= write_seed(dir, "open_ranges", b.p, b.len);
     free(b.p);
+    b = gpu_file();
+    bad |= write_seed(dir, "gpu_flows", b.p, b.len);
+    bad |= write_seed(dir, "gpu_flows_cut", b.p, b.len - 300);
+    free(b.p);
     return bad;
 }
 
@@ -908,6 +1082,12 @@ int main(int argc, char **argv)
 {
     if (argc == 3 && !strcmp(argv[1], "--write-seeds"))
         return write_seeds(argv[2]);
+    if (argc == 4 && !strcmp(argv[1], "--write-ranges")) {
+        fb b = ranges_file(atoi(argv[3]));
+        int bad = write_file(argv[2], b.p, b.len);
+        free(b.p);
+        return bad;
+    }
     if (argc == 3 && !strcmp(argv[1], "--count")) {
         tl_trace t;
         tl_trace_init(&t);
@@ -926,6 +1106,7 @@ int main(int argc, char **argv)
     RUN(cut_at_every_byte_of_the_last_chunk);
     RUN(zeros_end_a_run_and_later_runs_are_read);
     RUN(chunk_never_written_is_skipped);
+    RUN(gpu_work_links_and_cross_thread_ranges);
     RUN(ranges_never_closed_are_flagged_and_counted);
     RUN(ranges_never_closed_survive_export);
     RUN(unknown_chunks_skipped);

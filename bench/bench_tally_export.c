@@ -1,0 +1,337 @@
+/*
+ * bench_tally_export.c — `tally export` of a .tally file two ways: through the trace model
+ * (tl_read_tally + tl_write_chrome, what it did before) and streamed (tl_tally_export, what it
+ * does now, and what a profiled program that asks for JSON gets): peak RSS and MB/s of each.
+ *
+ * The file is generated first, written chunk by chunk as the recorder writes it (1 MiB runs):
+ * four threads doing nested ranges (an outer range holding 8 operator ranges, every 4th with a
+ * shape string), and a collector thread with one kernel launch (a runtime call and its kernel)
+ * per 10 ranges. Each measurement runs in a child process of its own, forked while this process
+ * is small (the generator holds one run per thread), and its peak RSS is that child's ru_maxrss
+ * from wait4; a child that exits at once gives the baseline. Times are wall time in the parent,
+ * the median of the runs; MB/s is of the .tally read and of the uncompressed JSON written.
+ *
+ *   bench_tally_export [--ranges N] [--runs R] [--keep FILE]
+ *     (default 5000000 ranges, 3 runs; --keep: generate FILE, keep it, and measure on it)
+ */
+#include "record/format.h"
+#include "trace/model.h"
+#include "trace/tally_export.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- the generated file ---------------------------------------------------------------------- */
+
+#define RUN_RECS 65536 /* records per run: 1 MiB */
+
+typedef struct run {
+    uint32_t slot;
+    int64_t tid;
+    uint64_t seq;
+    tally__rec rec[RUN_RECS];
+    size_t n;
+} run;
+
+static FILE *out;
+static size_t out_bytes;
+
+static void put(const void *p, size_t n)
+{
+    if (fwrite(p, 1, n, out) != n) {
+        perror("bench_tally_export: write");
+        exit(1);
+    }
+    out_bytes += n;
+}
+
+static void chunk(uint32_t type, const void *p, size_t n)
+{
+    tally__chunk_header h = {type, 0, n};
+    put(&h, sizeof h);
+    put(p, n);
+}
+
+static void flush_run(run *r)
+{
+    if (!r->n)
+        return;
+    tally__events_header h = {r->slot, 0, r->tid, r->seq++, 0};
+    tally__chunk_header ch = {TALLY__CHUNK_EVENTS, 0, sizeof h + r->n * 16};
+    put(&ch, sizeof ch);
+    put(&h, sizeof h);
+    put(r->rec, r->n * 16);
+    r->n = 0;
+}
+
+/* Room for n records (flushing the run when it is full); returns where they go. */
+static tally__rec *room(run *r, size_t n)
+{
+    if (r->n + n > RUN_RECS)
+        flush_run(r);
+    tally__rec *p = &r->rec[r->n];
+    r->n += n;
+    return p;
+}
+
+static void rec(run *r, unsigned type, uint64_t field, uint64_t w1)
+{
+    tally__rec *p = room(r, 1);
+    p->w0 = TALLY__REC(type, field);
+    p->w1 = w1;
+}
+
+/* A record followed by payload bytes (STR, DEVICE, API). */
+static void rec_with(run *r, unsigned type, uint64_t field, uint64_t w1, const void *pl, size_t len)
+{
+    size_t slots = (len + 15) / 16;
+    tally__rec *p = room(r, 1 + slots);
+    p->w0 = TALLY__REC(type, field);
+    p->w1 = w1;
+    memset(p + 1, 0, slots * 16);
+    memcpy(p + 1, pl, len);
+}
+
+static void meta_i64(unsigned char *buf, size_t *n, uint32_t key, int64_t v)
+{
+    uint32_t kl[2] = {key, 8};
+    memcpy(buf + *n, kl, 8);
+    memcpy(buf + *n + 8, &v, 8);
+    *n += 16;
+}
+
+static void site(unsigned char *buf, size_t *n, uint64_t id, const char *name, uint32_t cat)
+{
+    tally__string_entry e = {id, 1, cat, (uint32_t)strlen(name), 0, 0, 0};
+    memset(buf + *n, 0, tally__pad8(sizeof e + e.name_len));
+    memcpy(buf + *n, &e, sizeof e);
+    memcpy(buf + *n + sizeof e, name, e.name_len);
+    *n += tally__pad8(sizeof e + e.name_len);
+}
+
+/* Write the file; returns the number of ranges, *nkernels the kernel launches. */
+static size_t generate(const char *path, size_t ranges, size_t *nkernels)
+{
+    enum { THREADS = 4, COLLECTOR = THREADS + 1 };
+    static const char *kernel =
+        "void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>>";
+    static const char shapes[] = "[[8, 512, 4096], [4096, 4096]]";
+    if (!(out = fopen(path, "wb"))) {
+        perror(path);
+        exit(1);
+    }
+    tally__file_header fh;
+    memcpy(fh.magic, TALLY__MAGIC, 8);
+    fh.major = TALLY__FORMAT_MAJOR;
+    fh.minor = TALLY__FORMAT_MINOR;
+    fh.header_size = sizeof fh;
+    put(&fh, sizeof fh);
+    unsigned char buf[1024];
+    size_t n = 0;
+    tally__meta_clock clk = {0, 0, 0, 0, 1e9};
+    uint32_t kc[2] = {TALLY__META_CLOCK, sizeof clk};
+    memcpy(buf, kc, 8);
+    memcpy(buf + 8, &clk, sizeof clk);
+    n = 8 + sizeof clk;
+    meta_i64(buf, &n, TALLY__META_PID, 4242);
+    chunk(TALLY__CHUNK_META, buf, n);
+    n = 0;
+    site(buf, &n, 0x1000, "forward", TL_CAT_FORWARD);
+    site(buf, &n, 0x2000, "aten::linear", TL_CAT_OPERATOR);
+    chunk(TALLY__CHUNK_STRINGS, buf, n);
+
+    run *r = calloc(COLLECTOR, sizeof *r);
+    if (!r) {
+        fprintf(stderr, "bench_tally_export: out of memory\n");
+        exit(1);
+    }
+    for (int k = 0; k < COLLECTOR; k++) {
+        r[k].slot = (uint32_t)k + 1;
+        r[k].tid = 4242 + k;
+    }
+    run *col = &r[THREADS];
+    int64_t ts[THREADS] = {0}, corr = 1;
+    size_t done = 0;
+    *nkernels = 0;
+    for (size_t g = 0; done < ranges; g++) {
+        int k = (int)(g % THREADS);
+        run *t = &r[k];
+        int64_t t0 = 1000000 + ts[k];
+        rec(t, TALLY__R_PUSH, (uint64_t)t0, 0x1000);
+        int64_t x = t0 + 200;
+        for (int o = 0; o < 8; o++, x += 2000) {
+            if (o % 4 == 0)
+                rec_with(t, TALLY__R_STR, (uint64_t)TALLY__STR_ARG << 48, sizeof shapes - 1, shapes,
+                         sizeof shapes - 1);
+            rec(t, TALLY__R_PUSH, (uint64_t)x, 0x2000);
+            rec(t, TALLY__R_POP, (uint64_t)x + 1500, 0);
+            if ((done + o) % 10 == 0) { /* a launch inside the op and its kernel */
+                unsigned char pl[256];
+                tally__fmt_api a = {x + 100, x + 600, corr, t->tid, TALLY__CAT_RUNTIME, 16};
+                memcpy(pl, &a, sizeof a);
+                memcpy(pl + sizeof a, "cudaLaunchKernel", 16);
+                rec_with(col, TALLY__R_API, (sizeof a + 16 + 15) / 16, 0, pl, sizeof a + 16);
+                tally__fmt_device d;
+                memset(&d, 0, sizeof d);
+                d.start = x + 5000;
+                d.end = x + 9000;
+                d.corr = corr++;
+                d.stream = 7;
+                d.cat = TALLY__CAT_KERNEL;
+                d.name_len = (uint32_t)strlen(kernel);
+                memcpy(pl, &d, sizeof d);
+                memcpy(pl + sizeof d, kernel, d.name_len);
+                size_t len = sizeof d + d.name_len;
+                rec_with(col, TALLY__R_DEVICE, (len + 15) / 16, 0, pl, len);
+                ++*nkernels;
+            }
+        }
+        rec(t, TALLY__R_POP, (uint64_t)x + 100, 0);
+        ts[k] = x + 300 - 1000000;
+        done += 9;
+    }
+    for (int k = 0; k < COLLECTOR; k++)
+        flush_run(&r[k]);
+    free(r);
+    n = 0;
+    int64_t end = 0;
+    for (int k = 0; k < THREADS; k++)
+        end = ts[k] + 1000000 > end ? ts[k] + 1000000 : end;
+    meta_i64(buf, &n, TALLY__META_END_NS, end + 10000);
+    chunk(TALLY__CHUNK_META, buf, n);
+    if (fclose(out) != 0) {
+        perror(path);
+        exit(1);
+    }
+    return done;
+}
+
+/* ---- measurements ---------------------------------------------------------------------------- */
+
+enum { NOTHING, MODEL, STREAM };
+
+static int convert(int how, const char *in, const char *json)
+{
+    tl_error err = {{0}};
+    int rc = 0;
+    if (how == MODEL) {
+        tl_trace t;
+        tl_trace_init(&t);
+        rc = tl_read_tally(&t, in, &err) != 0 || tl_write_chrome(&t, json, &err) != 0;
+        tl_trace_free(&t);
+    } else if (how == STREAM) {
+        rc = tl_tally_export(in, json, NULL, &err) != 0;
+    }
+    if (rc)
+        fprintf(stderr, "bench_tally_export: %s\n", err.msg);
+    return rc;
+}
+
+/* Run one conversion in a child; its wall time and peak RSS (MB). */
+static int measure(int how, const char *in, const char *json, double *secs, double *rss_mb)
+{
+    fflush(NULL);
+    double t0 = now();
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0)
+        _exit(convert(how, in, json));
+    int status;
+    struct rusage ru;
+    if (wait4(pid, &status, 0, &ru) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        return -1;
+    *secs = now() - t0;
+    *rss_mb = (double)ru.ru_maxrss / 1024.0;
+    return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double file_mb(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 ? (double)st.st_size / 1e6 : 0;
+}
+
+int main(int argc, char **argv)
+{
+    size_t ranges = 5000000;
+    int runs = 3;
+    const char *keep = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--ranges") && i + 1 < argc)
+            ranges = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--runs") && i + 1 < argc)
+            runs = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--keep") && i + 1 < argc)
+            keep = argv[++i];
+        else {
+            fprintf(stderr, "usage: bench_tally_export [--ranges N] [--runs R] [--keep FILE]\n");
+            return strcmp(argv[i], "--help") ? 2 : 0;
+        }
+    }
+    if (runs < 1 || runs > 15)
+        runs = 3;
+    char in[4096], json[64], gz[64];
+    snprintf(in, sizeof in, "%s", keep ? keep : "");
+    if (!keep)
+        snprintf(in, sizeof in, "/tmp/bench_tally_export_%d.tally", (int)getpid());
+    snprintf(json, sizeof json, "/tmp/bench_tally_export_%d.json", (int)getpid());
+    snprintf(gz, sizeof gz, "/tmp/bench_tally_export_%d.json.gz", (int)getpid());
+    size_t kernels;
+    double t0 = now();
+    size_t n = generate(in, ranges, &kernels);
+    double in_mb = file_mb(in);
+    printf("file: %zu ranges on 4 threads, %zu kernel launches (runtime call + kernel), %.0f MB "
+           ".tally, written in %.1f s\n",
+           n, kernels, in_mb, now() - t0);
+    double secs, rss;
+    if (measure(NOTHING, in, json, &secs, &rss) == 0)
+        printf("baseline: a child that does nothing: peak RSS %.1f MB\n", rss);
+    static const char *names[] = {"", "model  (tl_read_tally + tl_write_chrome)",
+                                  "stream (tl_tally_export)                "};
+    for (int how = MODEL; how <= STREAM; how++) {
+        double t[15], peak = 0;
+        for (int k = 0; k < runs; k++) {
+            if (measure(how, in, json, &t[k], &rss) != 0) {
+                fprintf(stderr, "bench_tally_export: the conversion failed\n");
+                if (!keep)
+                    unlink(in);
+                return 1;
+            }
+            peak = rss > peak ? rss : peak;
+        }
+        qsort(t, (size_t)runs, sizeof *t, cmp_double);
+        double med = t[runs / 2], out_mb = file_mb(json);
+        printf("%s .json   : %.2f s median of %d, %.0f MB/s of .tally in, %.0f MB/s of JSON out "
+               "(%.0f MB), peak RSS %.1f MB\n",
+               names[how], med, runs, in_mb / med, out_mb / med, out_mb, peak);
+        unlink(json);
+        if (measure(how, in, gz, &secs, &rss) == 0)
+            printf("%s .json.gz: %.2f s, %.0f MB/s of .tally in, %.0f MB/s of JSON out, peak RSS "
+                   "%.1f MB\n",
+                   names[how], secs, in_mb / secs, out_mb / secs, rss);
+        unlink(gz);
+    }
+    if (!keep)
+        unlink(in);
+    return 0;
+}

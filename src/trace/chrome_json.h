@@ -1,0 +1,36 @@
+/*
+ * chrome_json.h — Chrome trace JSON as tally writes it (PyTorch's conventions, see
+ * chrome_writer.c), one piece at a time, so that the model's writer (chrome_writer.c) and the
+ * streaming .tally export (tally_export.c) write the same events the same way. A file is: the
+ * header, then events, flows and track names in any order, then the close.
+ */
+#ifndef TALLY_TRACE_CHROME_JSON_H
+#define TALLY_TRACE_CHROME_JSON_H
+
+#include "trace/model.h"
+
+#include <stdio.h>
+
+typedef struct tl_json tl_json;
+
+/* Start writing to path (gzip-compressed when it ends in ".gz"), or to f when path is NULL.
+ * Returns the writer, or NULL with err filled. */
+tl_json *tl_json_open(const char *path, FILE *f, tl_error *err);
+/* The header (t's devices and distributed info) and the base time: every ts written after it is
+ * relative to base (ns), which baseTimeNanoseconds gives (plus t's wall-clock offset). */
+void tl_json_header(tl_json *w, const tl_trace *t, int64_t base);
+/* Event e of track tr, its name and args as text (name_len 0: a copy, memset or memory event
+ * gets the name PyTorch gives it; args_len 0: none). */
+void tl_json_event(tl_json *w, const tl_track *tr, const tl_event *e, const char *name,
+                   size_t name_len, const char *args, size_t args_len);
+/* One end of the flow id from a runtime call to the device work it launched: its start at the
+ * call (finish 0) or its end at the device work (finish 1), on track tr at ts (ns). */
+void tl_json_flow(tl_json *w, int finish, const tl_track *tr, int64_t id, int64_t ts);
+/* Process and thread names and sort indexes of t's tracks. */
+void tl_json_tracks(tl_json *w, const tl_trace *t);
+/* The end: a global "Record Window End" instant at t1 (ns), the trace's name, and the file
+ * closed (flushed when it is the caller's). Frees w. Returns 0, or -1 with err filled when
+ * something could not be written. */
+int tl_json_close(tl_json *w, int64_t t1, const char *trace_name, tl_error *err);
+
+#endif

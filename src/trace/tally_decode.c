@@ -1,0 +1,798 @@
+/*
+ * tally_decode.c — the .tally decoder shared by the model reader and the streaming export (see
+ * tally_decode.h for the idea, docs/FORMAT.md for the layout and the guarantees on files cut
+ * short).
+ *
+ * The index (tl_tally_open) checks every chunk header and reads what the events need: the clock
+ * calibration (the last CLOCK entry wins: the writer refines it when it closes the file), call
+ * sites, thread names, devices and the loss counters. Decoding (tl_tally_decode) goes thread by
+ * thread, each thread's runs in seq order (the writer thread, a window closer and a signal
+ * handler may have appended them in any order), pairing push/pop on a per-thread stack and
+ * begin/end through their handles across threads: an END met before its BEGIN (its thread is
+ * decoded later) waits in a map until the BEGIN comes, a BEGIN waits for its END the same way.
+ *
+ * A file a killed program left is read up to its last complete record: a chunk cut by the end of
+ * the file, a run that ends in zeros (bytes reserved and never written), a chunk header of zeros
+ * (skipped to the next chunk header). Anything malformed inside a complete chunk is an error
+ * naming the byte offset.
+ */
+#include "trace/tally_decode.h"
+#include "trace/grow_array.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+_Static_assert((int)TALLY__CAT_STEP == (int)TL_CAT_STEP, "format.h categories follow tl_cat");
+_Static_assert((int)TALLY__CAT_RUNTIME == (int)TL_CAT_RUNTIME, "format.h categories follow tl_cat");
+_Static_assert((int)TALLY__CAT_DRIVER == (int)TL_CAT_DRIVER, "format.h categories follow tl_cat");
+_Static_assert((int)TALLY__CAT_KERNEL == (int)TL_CAT_KERNEL, "format.h categories follow tl_cat");
+_Static_assert((int)TALLY__CAT_MEMCPY == (int)TL_CAT_MEMCPY, "format.h categories follow tl_cat");
+_Static_assert((int)TALLY__CAT_MEMSET == (int)TL_CAT_MEMSET, "format.h categories follow tl_cat");
+_Static_assert((int)TALLY__CAT_GPU_USER == (int)TL_CAT_GPU_USER,
+               "format.h categories follow tl_cat");
+_Static_assert((int)TALLY__CAT_SYNC == (int)TL_CAT_SYNC, "format.h categories follow tl_cat");
+_Static_assert((int)TALLY__CAT_INSTANT == (int)TL_CAT_INSTANT, "format.h categories follow tl_cat");
+_Static_assert((int)TALLY__CAT_COUNTER == (int)TL_CAT_COUNTER, "format.h categories follow tl_cat");
+_Static_assert((int)TALLY__CAT_MEMORY == (int)TL_CAT_MEMORY, "format.h categories follow tl_cat");
+_Static_assert((int)TALLY__CAT_OTHER == (int)TL_CAT_OTHER, "format.h categories follow tl_cat");
+_Static_assert(TL_CAT_OPERATOR == 6 && TL_CAT_USER == 0, "tally_category == tl_cat for 0..6");
+
+static int fail(tl_tally_dec *d, size_t off, const char *what)
+{
+    tl_error_set(d->err, "%s: offset %zu: %s", d->name, off, what);
+    return -1;
+}
+
+static int fail_nomem(tl_tally_dec *d, size_t off)
+{
+    tl_error_setc(d->err, TL_ERR_NOMEM, "%s: offset %zu: out of memory", d->name, off);
+    return -1;
+}
+
+/* n bytes of the file at off (off + n <= len): in place when the file is in memory, else read
+ * into the buffer, valid until the next call. NULL with err filled when they cannot be read. */
+static const unsigned char *at(tl_tally_dec *d, size_t off, size_t n)
+{
+    if (d->mem)
+        return d->mem + off;
+    if (n > d->cap_buf) {
+        size_t nc = d->cap_buf ? d->cap_buf : 1u << 16;
+        while (nc < n)
+            nc *= 2;
+        unsigned char *nb = realloc(d->buf, nc);
+        if (!nb) {
+            fail_nomem(d, off);
+            return NULL;
+        }
+        d->buf = nb;
+        d->cap_buf = nc;
+    }
+    for (size_t got = 0; got < n;) {
+        ssize_t k = pread(d->fd, d->buf + got, n - got, (off_t)(off + got));
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0) {
+            tl_error_setc(d->err, TL_ERR_IO, "%s: offset %zu: cannot read: %s", d->name, off + got,
+                          k < 0 ? strerror(errno) : "the file got shorter");
+            return NULL;
+        }
+        got += (size_t)k;
+    }
+    return d->buf;
+}
+
+/* x as an int64, saturated (NaN: 0): a damaged file can hold any clock rate or value. */
+static inline int64_t to_i64(double x)
+{
+    if (!(x == x))
+        return 0;
+    if (x >= 9.2e18)
+        return INT64_MAX;
+    if (x <= -9.2e18)
+        return INT64_MIN;
+    return (int64_t)x;
+}
+
+static inline int64_t to_ns(const tl_tally_dec *d, uint64_t ticks)
+{
+    uint64_t ref = d->clk.kind == 1 ? d->clk.tsc0 : (uint64_t)d->clk.ns0;
+    uint64_t full = (ref & ~TALLY__TS_MASK) | (ticks & TALLY__TS_MASK);
+    int64_t dt = (int64_t)(full - ref);
+    if (dt > (INT64_C(1) << 55))
+        full -= UINT64_C(1) << 56;
+    else if (dt < -(INT64_C(1) << 55))
+        full += UINT64_C(1) << 56;
+    if (d->clk.kind != 1)
+        return (int64_t)full;
+    int64_t dt_ns = to_i64((double)(int64_t)(full - d->clk.tsc0) * d->ns_per_tick);
+    return (int64_t)((uint64_t)d->clk.ns0 + (uint64_t)dt_ns); /* wraps in a damaged file */
+}
+
+static inline uint16_t clamp_cat(uint32_t c)
+{
+    return c < TL_CAT_COUNT ? (uint16_t)c : (uint16_t)TL_CAT_OTHER;
+}
+
+/* ---- the index: chunk headers and metadata --------------------------------------------------- */
+
+/* The readers of metadata chunks below take a chunk cut short (cut: the file ends inside it)
+ * up to its last complete entry. */
+
+static int read_meta(tl_tally_dec *d, const unsigned char *p, size_t len, size_t off, int cut)
+{
+    size_t i = 0;
+    while (i + 8 <= len) {
+        uint32_t key, vl;
+        memcpy(&key, p + i, 4);
+        memcpy(&vl, p + i + 4, 4);
+        if (vl > len - i - 8)
+            return cut ? 0 : fail(d, off + i, "expected a metadata value inside its chunk");
+        const unsigned char *v = p + i + 8;
+        int64_t i64 = 0;
+        int32_t i32 = 0;
+        if (vl >= 8)
+            memcpy(&i64, v, 8);
+        if (vl >= 4)
+            memcpy(&i32, v, 4);
+        switch (key) {
+        case TALLY__META_CLOCK:
+            if (vl < sizeof(tally__meta_clock))
+                return fail(d, off + i, "expected a clock entry of 32 bytes");
+            memcpy(&d->clk, v, sizeof d->clk);
+            if (d->clk.kind == 1 && !(d->clk.tsc_hz > 1e3 && d->clk.tsc_hz < 1e13))
+                return fail(d, off + i, "expected a TSC rate between 1 kHz and 10 THz");
+            d->ns_per_tick = d->clk.kind == 1 ? 1e9 / d->clk.tsc_hz : 1.0;
+            break;
+        case TALLY__META_WALL_OFFSET:
+            d->t->wall_offset = i64;
+            break;
+        case TALLY__META_PID:
+            d->t->pid = i64;
+            break;
+        case TALLY__META_RANK:
+            if (vl >= 4)
+                d->t->rank = i32;
+            break;
+        case TALLY__META_WORLD_SIZE:
+            if (vl >= 4)
+                d->t->world_size = i32;
+            break;
+        case TALLY__META_SAMPLES_UNIT:
+            d->t->samples_unit = tl_intern(&d->t->strings, (const char *)v, vl);
+            break;
+        case TALLY__META_END_NS:
+            if (vl >= 8) {
+                d->end_ns = i64;
+                d->have_end = 1;
+            }
+            break;
+        default:
+            break;
+        }
+        i += 8 + tally__pad8(vl);
+    }
+    return 0;
+}
+
+static int read_strings(tl_tally_dec *d, const unsigned char *p, size_t len, size_t off, int cut)
+{
+    size_t i = 0;
+    while (i < len) {
+        tally__string_entry e;
+        if (len - i < sizeof e)
+            return cut ? 0 : fail(d, off + i, "expected a 32-byte string entry");
+        memcpy(&e, p + i, sizeof e);
+        uint64_t body = (uint64_t)e.name_len + e.file_len + e.func_len;
+        if (body > len - i - sizeof e)
+            return cut ? 0 : fail(d, off + i, "expected the string entry's text inside its chunk");
+        tl_tally_site s;
+        s.name = tl_intern(&d->t->strings, (const char *)p + i + sizeof e, e.name_len);
+        s.cat = clamp_cat(e.category);
+        if (tl_grow_array(&d->sites, &d->cap_sites, d->nsites + 1, sizeof *d->sites) != 0)
+            return fail_nomem(d, off);
+        d->sites[d->nsites] = s;
+        if (tl_u64map_put(&d->site_map, e.id, d->nsites) != 0)
+            return fail_nomem(d, off);
+        d->nsites++;
+        i += tally__pad8(sizeof e + body);
+    }
+    return 0;
+}
+
+static int read_threads(tl_tally_dec *d, const unsigned char *p, size_t len, size_t off, int cut)
+{
+    size_t i = 0;
+    while (i < len) {
+        tally__thread_entry e;
+        if (len - i < sizeof e)
+            return cut ? 0 : fail(d, off + i, "expected a 16-byte thread entry");
+        memcpy(&e, p + i, sizeof e);
+        if (e.name_len > len - i - sizeof e)
+            return cut ? 0 : fail(d, off + i, "expected the thread name inside its chunk");
+        if (e.name_len) {
+            uint32_t tr = tl_trace_track(d->t, TL_TRACK_THREAD, d->t->pid, e.tid, -1);
+            d->t->tracks[tr].name =
+                tl_intern(&d->t->strings, (const char *)p + i + sizeof e, e.name_len);
+        }
+        i += tally__pad8(sizeof e + e.name_len);
+    }
+    return 0;
+}
+
+static int read_devices(tl_tally_dec *d, const unsigned char *p, size_t len, size_t off, int cut)
+{
+    size_t i = 0;
+    while (i < len) {
+        tally__device_entry e;
+        if (len - i < sizeof e)
+            return cut ? 0 : fail(d, off + i, "expected a 32-byte device entry");
+        memcpy(&e, p + i, sizeof e);
+        if (e.name_len > len - i - sizeof e)
+            return cut ? 0 : fail(d, off + i, "expected the device name inside its chunk");
+        tl_device *dev = tl_trace_device(d->t, e.id);
+        if (dev) {
+            dev->name = tl_intern(&d->t->strings, (const char *)p + i + sizeof e, e.name_len);
+            dev->memory = e.memory;
+            dev->sm_count = e.sm_count;
+            dev->cc_major = e.cc_major;
+            dev->cc_minor = e.cc_minor;
+        }
+        i += tally__pad8(sizeof e + e.name_len);
+    }
+    return 0;
+}
+
+static void read_stats(tl_tally_dec *d, const unsigned char *p, size_t len)
+{
+    tally__stats_chunk s;
+    memset(&s, 0, sizeof s);
+    memcpy(&s, p, len < sizeof s ? len & ~(size_t)7 : sizeof s); /* whole fields of a cut one */
+    d->t->dropped = s.dropped;
+    d->t->bad_pops = s.bad_pops;
+    d->t->bad_ends = s.bad_ends;
+    d->t->calls_outside = s.calls_outside;
+    d->t->unclosed = s.unclosed;
+}
+
+static int add_run(tl_tally_dec *d, size_t off, size_t plen, int cut)
+{
+    if (tl_grow_array(&d->runs, &d->cap_runs, d->nruns + 1, sizeof *d->runs) != 0)
+        return fail_nomem(d, off);
+    const unsigned char *p = at(d, off + sizeof(tally__chunk_header), sizeof(tally__events_header));
+    if (!p)
+        return -1;
+    tl_tally_run *r = &d->runs[d->nruns++];
+    r->off = off;
+    memcpy(&r->h, p, sizeof r->h);
+    r->nrec = (plen - sizeof r->h) / 16;
+    r->cut = cut;
+    if (r->h.slot == 0 || r->h.slot > (1u << 20))
+        return fail(d, off + sizeof(tally__chunk_header),
+                    "expected a thread slot between 1 and 2^20");
+    return 0;
+}
+
+/* A chunk the program never wrote in full (killed while writing it), for the warning. */
+static void note_unwritten(uint64_t *count, uint64_t *first, size_t off)
+{
+    if (!(*count)++ || off < *first)
+        *first = off;
+}
+
+/* After a chunk header of zeros at off (bytes the program reserved and never wrote): where the
+ * zeros end if a chunk header follows them, else len (the readable part ends). Returns 0, or
+ * -1 on a read error. */
+static int skip_unwritten(tl_tally_dec *d, size_t off, size_t *next)
+{
+    *next = d->len;
+    while (d->len - off >= 8) {
+        size_t n = d->len - off < (1u << 16) ? (d->len - off) & ~(size_t)7 : 1u << 16;
+        const unsigned char *p = at(d, off, n);
+        if (!p)
+            return -1;
+        size_t k = 0;
+        uint64_t w = 0;
+        while (k < n && (memcpy(&w, p + k, 8), w == 0))
+            k += 8;
+        off += k;
+        if (k < n)
+            break;
+    }
+    if (d->len - off < sizeof(tally__chunk_header))
+        return 0;
+    const unsigned char *p = at(d, off, sizeof(tally__chunk_header));
+    if (!p)
+        return -1;
+    tally__chunk_header ch;
+    memcpy(&ch, p, sizeof ch);
+    if (ch.type != 0 && ch.type < 256 && ch.flags == 0)
+        *next = off;
+    return 0;
+}
+
+static int run_cmp(const void *a, const void *b)
+{
+    const tl_tally_run *x = a, *y = b;
+    if (x->h.slot != y->h.slot)
+        return x->h.slot < y->h.slot ? -1 : 1;
+    if (x->h.seq != y->h.seq)
+        return x->h.seq < y->h.seq ? -1 : 1;
+    return (x->off > y->off) - (x->off < y->off);
+}
+
+int tl_tally_open(tl_tally_dec *d, tl_trace *t, const void *data, int fd, size_t len,
+                  const char *name, tl_error *err)
+{
+    memset(d, 0, sizeof *d);
+    d->t = t;
+    d->mem = data;
+    d->fd = fd;
+    d->len = len;
+    d->name = name ? name : "(memory)";
+    d->err = err;
+    d->ns_per_tick = 1.0;
+
+    if (len < sizeof(tally__file_header)) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "expected a 16-byte .tally header, the file has %zu bytes", len);
+        return fail(d, 0, msg);
+    }
+    const unsigned char *p = at(d, 0, sizeof(tally__file_header));
+    if (!p)
+        return -1;
+    tally__file_header fh;
+    memcpy(&fh, p, sizeof fh);
+    if (memcmp(fh.magic, TALLY__MAGIC, 8) != 0)
+        return fail(d, 0, "expected the magic \"TALLYTRC\" (not a .tally file)");
+    if (fh.major != TALLY__FORMAT_MAJOR) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "expected format version %d.x, found %u.%u", TALLY__FORMAT_MAJOR,
+                 fh.major, fh.minor);
+        return fail(d, 8, msg);
+    }
+    if (fh.header_size < sizeof fh || fh.header_size > len)
+        return fail(d, 12, "expected a header size of at least 16 bytes inside the file");
+    t->source = TL_SRC_TALLY;
+    t->path = name;
+    t->rank = -1;
+
+    size_t off = fh.header_size;
+    size_t ended_at = 0; /* where the readable part ends, before the end of the file */
+    while (off < len) {
+        if (len - off < sizeof(tally__chunk_header)) {
+            t->cut_at = ended_at = off;
+            break;
+        }
+        if (!(p = at(d, off, sizeof(tally__chunk_header))))
+            return -1;
+        tally__chunk_header ch;
+        memcpy(&ch, p, sizeof ch);
+        if (ch.type == 0 && ch.len == 0) { /* reserved by the program, never written */
+            note_unwritten(&d->unwritten, &d->unwritten_at, off);
+            size_t next;
+            if (skip_unwritten(d, off, &next) != 0)
+                return -1;
+            if (next == len) {
+                ended_at = off;
+                break;
+            }
+            off = next;
+            continue;
+        }
+        int cut = ch.len > len - off - sizeof ch;
+        size_t plen = cut ? len - off - sizeof ch : (size_t)ch.len;
+        size_t poff = off + sizeof ch;
+        int e = 0;
+        switch (ch.type) {
+        case TALLY__CHUNK_META:
+        case TALLY__CHUNK_STRINGS:
+        case TALLY__CHUNK_THREADS:
+        case TALLY__CHUNK_DEVICES:
+        case TALLY__CHUNK_STATS:
+            if (!(p = at(d, poff, plen)))
+                return -1;
+            if (ch.type == TALLY__CHUNK_META)
+                e = read_meta(d, p, plen, poff, cut);
+            else if (ch.type == TALLY__CHUNK_STRINGS)
+                e = read_strings(d, p, plen, poff, cut);
+            else if (ch.type == TALLY__CHUNK_THREADS)
+                e = read_threads(d, p, plen, poff, cut);
+            else if (ch.type == TALLY__CHUNK_DEVICES)
+                e = read_devices(d, p, plen, poff, cut);
+            else
+                read_stats(d, p, plen);
+            break;
+        case TALLY__CHUNK_EVENTS:
+            if (!cut && (ch.len < sizeof(tally__events_header) ||
+                         (ch.len - sizeof(tally__events_header)) % 16 != 0))
+                e = fail(d, off, "expected an events chunk of 32 bytes + 16-byte records");
+            else if (plen >= sizeof(tally__events_header)) /* else cut inside its header */
+                e = add_run(d, off, plen, cut);
+            break;
+        default:
+            break; /* unknown chunk types are skipped */
+        }
+        if (e)
+            return -1;
+        if (cut) { /* the program was killed while writing it, or the disk was full */
+            t->cut_at = ended_at = off;
+            break;
+        }
+        off += sizeof ch + ch.len;
+    }
+    if (ended_at && d->nruns == 0) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "expected a complete chunk (file cut short, %zu bytes left)",
+                 len - ended_at);
+        return fail(d, ended_at, msg);
+    }
+    if (d->nruns)
+        qsort(d->runs, d->nruns, sizeof *d->runs, run_cmp);
+    return 0;
+}
+
+/* ---- decoding -------------------------------------------------------------------------------- */
+
+/* Per thread: state that carries over from one run of its buffer to the next. */
+typedef struct thread_dec {
+    uint32_t track;
+    int64_t open_step; /* its reference, or -1 */
+    int64_t open_step_no;
+    uint64_t seq; /* of the run decoded last */
+    int damaged;  /* that run was cut short or never written in full */
+} thread_dec;
+
+static int push_stack(tl_tally_dec *d, int64_t ref)
+{
+    if (tl_grow_array(&d->stack, &d->cap_stack, d->nstack + 1, sizeof *d->stack) != 0)
+        return -1;
+    d->stack[d->nstack++] = ref;
+    return 0;
+}
+
+static inline void saw(tl_tally_dec *d, int64_t ns)
+{
+    if (ns > d->max_ns)
+        d->max_ns = ns;
+}
+
+/* Hand ev to the sink; its reference, or -1 when out of memory. */
+static inline int64_t emit(tl_tally_dec *d, const tl_tally_sink *s, tl_tally_ev *ev)
+{
+    saw(d, ev->e.ts);
+    return s->open(s->ctx, ev);
+}
+
+static inline void ev_init(tl_tally_ev *ev, uint32_t track, int64_t ts, uint16_t cat)
+{
+    memset(ev, 0, sizeof *ev);
+    ev->e.ts = ts;
+    ev->e.track = track;
+    ev->e.cat = cat;
+    ev->e.parent = ev->e.link = TL_NONE;
+}
+
+/* The BEGIN with handle h (reference ref) ends at ns: through the sink now if it was met, or
+ * when it is (an END met first). The first END of a handle in decoding order wins. */
+static int end_handle(tl_tally_dec *d, const tl_tally_sink *s, uint64_t h, int64_t ns)
+{
+    uint64_t *ref = tl_u64map_get(&d->begins, h);
+    if (ref) {
+        int64_t r = (int64_t)*ref;
+        tl_u64map_del(&d->begins, h);
+        saw(d, ns);
+        return s->close(s->ctx, r, ns, 0);
+    }
+    if (tl_u64map_get(&d->ends, h))
+        return 0; /* ended twice before its begin: keep the first */
+    return tl_u64map_put(&d->ends, h, (uint64_t)ns);
+}
+
+static int begin_handle(tl_tally_dec *d, const tl_tally_sink *s, uint64_t h, int64_t ref)
+{
+    uint64_t *end = tl_u64map_get(&d->ends, h);
+    if (end) {
+        int64_t ns = (int64_t)*end;
+        tl_u64map_del(&d->ends, h);
+        saw(d, ns);
+        return s->close(s->ctx, ref, ns, 0);
+    }
+    return tl_u64map_put(&d->begins, h, (uint64_t)ref);
+}
+
+static int zero16(const unsigned char *p)
+{
+    uint64_t w[2];
+    memcpy(w, p, 16);
+    return (w[0] | w[1]) == 0;
+}
+
+/* Slots of a run up to its last one that is not all zeros. A run the program was killed while
+ * writing ends in zeros (the bytes of the file it had reserved); no record is all zeros (its
+ * type is never 0), though the last payload slot of one may be. */
+static size_t written_slots(const unsigned char *p, size_t n)
+{
+    while (n && zero16(p + (n - 1) * 16))
+        n--;
+    return n;
+}
+
+/* Decode one run (its n record slots at p) into events. A run cut short (the file ends inside
+ * it) or never written in full (zeros from some record on) is read up to its last complete
+ * record, and marked damaged: what its lost tail closed is unknown. */
+static int decode_run(tl_tally_dec *d, const tl_tally_sink *s, const tl_tally_run *c,
+                      const unsigned char *p, thread_dec *td)
+{
+    tl_trace *t = d->t;
+    size_t n = c->nrec;
+    size_t written = written_slots(p, n);
+    uint64_t begin_seq = c->h.first_begin_seq;
+    /* what a STR or VALUE says of the next record */
+    const char *pend_name = NULL, *pend_arg = NULL;
+    uint32_t pend_name_len = 0, pend_arg_len = 0;
+    uint16_t pend_cat = 0;
+    uint64_t pend_value = 0;
+    int have_value = 0;
+    td->damaged = c->cut;
+    if (!n)
+        return 0;
+    for (size_t i = 0;;) {
+        if (i >= written) /* zeros to the end of the run: never written */
+            break;
+        tally__rec x;
+        memcpy(&x, p + i * 16, 16);
+        size_t roff = c->off + sizeof(tally__chunk_header) + sizeof(tally__events_header) + i * 16;
+        unsigned type = TALLY__REC_TYPE(&x);
+        uint64_t slots = tally__rec_slots(&x);
+        if (slots > n - i) {
+            if (c->cut)
+                break; /* its payload was cut off with the file */
+            return fail(d, roff, "expected the record's payload inside its chunk");
+        }
+        if (i + slots > written && i + slots < n)
+            break;                                       /* its payload runs into the zeros */
+        const char *pl = (const char *)p + (i + 1) * 16; /* payload slots */
+        tl_tally_ev ev;
+        switch (type) {
+        case TALLY__R_PUSH:
+        case TALLY__R_BEGIN:
+        case TALLY__R_MARK:
+        case TALLY__R_COUNTER: {
+            uint16_t cat = TL_CAT_USER;
+            ev_init(&ev, td->track, to_ns(d, x.w0), 0);
+            if (x.w1) {
+                uint64_t *si = tl_u64map_get(&d->site_map, x.w1);
+                if (si) {
+                    ev.e.name = d->sites[*si].name;
+                    cat = d->sites[*si].cat;
+                } else {
+                    ev.e.name = tl_intern(&t->strings, "(unknown)", 9);
+                }
+            } else if (pend_name) {
+                ev.e.name = TL_TALLY_TEXT;
+                ev.name = pend_name;
+                ev.name_len = pend_name_len;
+                cat = pend_cat;
+            }
+            if (type == TALLY__R_MARK)
+                cat = TL_CAT_INSTANT;
+            else if (type == TALLY__R_COUNTER)
+                cat = TL_CAT_COUNTER;
+            ev.e.cat = cat;
+            if (pend_arg) {
+                ev.e.args = TL_TALLY_TEXT;
+                ev.args = pend_arg;
+                ev.args_len = pend_arg_len;
+            }
+            if (type == TALLY__R_PUSH || type == TALLY__R_BEGIN) {
+                ev.e.dur = -1;
+                if (type == TALLY__R_BEGIN)
+                    ev.e.flags |= TL_EV_ASYNC;
+            } else {
+                ev.e.flags |= TL_EV_INSTANT;
+                if (type == TALLY__R_COUNTER && have_value) {
+                    double v;
+                    memcpy(&v, &pend_value, 8);
+                    ev.e.value = to_i64(v * 1000.0);
+                }
+            }
+            int64_t ref = emit(d, s, &ev);
+            if (ref < 0)
+                return fail_nomem(d, roff);
+            if (type == TALLY__R_PUSH) {
+                if (push_stack(d, ref) != 0)
+                    return fail_nomem(d, roff);
+            } else if (type == TALLY__R_BEGIN) {
+                uint64_t h = ((uint64_t)c->h.slot << 40) | (begin_seq & ((UINT64_C(1) << 40) - 1));
+                begin_seq++;
+                if (begin_handle(d, s, h, ref) != 0)
+                    return fail_nomem(d, roff);
+            }
+            pend_name = pend_arg = NULL;
+            have_value = 0;
+            break;
+        }
+        case TALLY__R_POP:
+            if (d->nstack) {
+                int64_t ns = to_ns(d, x.w0);
+                saw(d, ns);
+                if (s->close(s->ctx, d->stack[--d->nstack], ns, 0) != 0)
+                    return fail_nomem(d, roff);
+            }
+            break;
+        case TALLY__R_END:
+            if (end_handle(d, s, x.w1, to_ns(d, x.w0)) != 0)
+                return fail_nomem(d, roff);
+            break;
+        case TALLY__R_STEP_BEGIN: {
+            int l =
+                snprintf(d->step_name, sizeof d->step_name, "ProfilerStep#%lld", (long long)x.w1);
+            ev_init(&ev, td->track, to_ns(d, x.w0), TL_CAT_STEP);
+            ev.e.name = TL_TALLY_TEXT;
+            ev.name = d->step_name;
+            ev.name_len = (uint32_t)l;
+            ev.e.value = (int64_t)x.w1;
+            ev.e.dur = -1;
+            if ((td->open_step = emit(d, s, &ev)) < 0)
+                return fail_nomem(d, roff);
+            td->open_step_no = (int64_t)x.w1;
+            break;
+        }
+        case TALLY__R_STEP_END:
+        case TALLY__R_STEP_STOP: {
+            int64_t ns = to_ns(d, x.w0);
+            saw(d, ns);
+            if (type == TALLY__R_STEP_END) {
+                d->any_step_end = 1;
+                if (s->samples &&
+                    s->samples(s->ctx, (int64_t)x.w1, have_value ? (int64_t)pend_value : 0) != 0)
+                    return fail_nomem(d, roff);
+            }
+            if (td->open_step >= 0 && td->open_step_no == (int64_t)x.w1) {
+                uint16_t flags = type == TALLY__R_STEP_STOP ? TL_EV_UNCLOSED : 0;
+                if (s->close(s->ctx, td->open_step, ns, flags) != 0)
+                    return fail_nomem(d, roff);
+                td->open_step = -1;
+            }
+            have_value = 0;
+            break;
+        }
+        case TALLY__R_STR: {
+            if (x.w1 > (uint64_t)(slots - 1) * 16)
+                return fail(d, roff, "expected a string inside its record");
+            unsigned role = TALLY__STR_ROLE(&x);
+            if (role == TALLY__STR_NAME) {
+                pend_name = pl;
+                pend_name_len = (uint32_t)x.w1;
+                pend_cat = clamp_cat(TALLY__STR_CAT(&x));
+            } else if (role == TALLY__STR_ARG) {
+                pend_arg = pl;
+                pend_arg_len = (uint32_t)x.w1;
+            } else if (role == TALLY__STR_THREAD) {
+                t->tracks[td->track].name = tl_intern(&t->strings, pl, (size_t)x.w1);
+            }
+            break;
+        }
+        case TALLY__R_VALUE:
+            pend_value = x.w1;
+            have_value = 1;
+            break;
+        case TALLY__R_DEVICE: {
+            tally__fmt_device dv;
+            if ((slots - 1) * 16 < sizeof dv)
+                return fail(d, roff, "expected a 64-byte device event");
+            memcpy(&dv, pl, sizeof dv);
+            if ((uint64_t)dv.name_len + dv.args_len > (slots - 1) * 16 - sizeof dv)
+                return fail(d, roff, "expected the device event's name inside its record");
+            uint32_t tr = tl_trace_track(t, TL_TRACK_STREAM, t->pid, dv.stream, dv.device);
+            ev_init(&ev, tr, dv.start, clamp_cat(dv.cat));
+            ev.e.name = TL_TALLY_TEXT;
+            ev.name = pl + sizeof dv;
+            ev.name_len = dv.name_len;
+            if (dv.args_len) {
+                ev.e.args = TL_TALLY_TEXT;
+                ev.args = pl + sizeof dv + dv.name_len;
+                ev.args_len = dv.args_len;
+            }
+            ev.e.dur = tl_tally_dur(dv.start, dv.end);
+            ev.e.corr = dv.corr;
+            ev.e.value = dv.bytes;
+            ev.e.copy = dv.copy_kind;
+            ev.e.flags = dv.flags;
+            saw(d, dv.end);
+            if (emit(d, s, &ev) < 0)
+                return fail_nomem(d, roff);
+            break;
+        }
+        case TALLY__R_API: {
+            tally__fmt_api a;
+            if ((slots - 1) * 16 < sizeof a)
+                return fail(d, roff, "expected a 40-byte API event");
+            memcpy(&a, pl, sizeof a);
+            if (a.name_len > (slots - 1) * 16 - sizeof a)
+                return fail(d, roff, "expected the API event's name inside its record");
+            uint32_t tr = tl_trace_track(t, TL_TRACK_THREAD, t->pid, a.tid, -1);
+            ev_init(&ev, tr, a.start, clamp_cat(a.cat));
+            ev.e.name = TL_TALLY_TEXT;
+            ev.name = pl + sizeof a;
+            ev.name_len = a.name_len;
+            ev.e.dur = tl_tally_dur(a.start, a.end);
+            ev.e.corr = a.corr;
+            saw(d, a.end);
+            if (emit(d, s, &ev) < 0)
+                return fail_nomem(d, roff);
+            break;
+        }
+        default: {
+            char msg[96];
+            snprintf(msg, sizeof msg, "expected a record type 1..13, found %u", type);
+            return fail(d, roff, msg);
+        }
+        }
+        i += slots;
+        if (i >= n)
+            return 0;
+    }
+    /* left early: the rest of the run was cut off with the file or never written */
+    td->damaged = 1;
+    if (!c->cut)
+        note_unwritten(&t->unwritten, &t->unwritten_at, c->off);
+    return 0;
+}
+
+int tl_tally_decode(tl_tally_dec *d, const tl_tally_sink *s)
+{
+    tl_trace *t = d->t;
+    d->max_ns = INT64_MIN;
+    d->any_step_end = 0;
+    d->nstack = 0;
+    tl_u64map_clear(&d->begins);
+    tl_u64map_clear(&d->ends);
+    t->unwritten = d->unwritten;
+    t->unwritten_at = d->unwritten_at;
+    thread_dec td = {0, -1, 0, 0, 0};
+    uint32_t cur_slot = 0;
+    int64_t cur_tid = 0;
+    for (size_t i = 0; i < d->nruns; i++) {
+        const tl_tally_run *c = &d->runs[i];
+        if (c->h.slot != cur_slot || c->h.tid != cur_tid) {
+            /* another thread (a slot is reused after its thread exits): the previous thread's
+             * open pushes stay open (the sink closes them at the end) */
+            d->nstack = 0;
+            cur_slot = c->h.slot;
+            cur_tid = c->h.tid;
+            td.track = tl_trace_track(t, TL_TRACK_THREAD, t->pid, c->h.tid, -1);
+            td.open_step = -1;
+        } else if (td.damaged || c->h.seq != td.seq + 1) {
+            /* records of this thread are missing in between: the pops among them are unknown,
+             * so the ranges open before stay open and this run pops only its own pushes */
+            d->nstack = 0;
+        }
+        td.seq = c->h.seq;
+        size_t pos = c->off + sizeof(tally__chunk_header) + sizeof(tally__events_header);
+        const unsigned char *p = at(d, pos, c->nrec * 16);
+        if (!p || decode_run(d, s, c, p, &td) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+int64_t tl_tally_end(const tl_tally_dec *d)
+{
+    int64_t end = d->have_end ? d->end_ns : d->max_ns;
+    return end < d->max_ns ? d->max_ns : end;
+}
+
+void tl_tally_close(tl_tally_dec *d)
+{
+    free(d->buf);
+    free(d->sites);
+    free(d->runs);
+    free(d->stack);
+    tl_u64map_free(&d->site_map);
+    tl_u64map_free(&d->begins);
+    tl_u64map_free(&d->ends);
+    memset(d, 0, sizeof *d);
+}

@@ -1,0 +1,125 @@
+/*
+ * tally_decode.h — the .tally decoder (src/record/format.h, docs/FORMAT.md) that the trace model
+ * reader (tally_reader.c) and the streaming Chrome export (tally_export.c) both run.
+ *
+ * tl_tally_open indexes the file: it checks every chunk header, reads the metadata into a
+ * tl_trace (clock, call sites, thread names, devices, loss counters) and lists the EVENTS chunks.
+ * tl_tally_decode then decodes those chunks thread by thread in their seq order and hands each
+ * event to a sink as soon as it exists: complete (a mark, a counter, device work, a runtime call)
+ * or still open (a push, a begin, a step: duration -1), which the decoder ends later through the
+ * sink's close when it meets the pop, the end (of any thread) or the step's end. What is never
+ * ended is the sink's to close at tl_tally_end(). The decoder holds only the open ranges'
+ * references, never the events: the model reader appends them to the trace, the export writes
+ * them out. It can run more than once over the same index (the export makes two passes).
+ *
+ * The file is read in place when it is in memory, or with pread into one reused buffer (the
+ * largest chunk), so that decoding a file does not map it whole.
+ */
+#ifndef TALLY_TRACE_TALLY_DECODE_H
+#define TALLY_TRACE_TALLY_DECODE_H
+
+#include "record/format.h"
+#include "trace/model.h"
+#include "trace/u64map.h"
+
+/* In tl_tally_ev: the name or args is the text given beside the event, not a string id. */
+#define TL_TALLY_TEXT UINT32_MAX
+
+/* An event as the decoder hands it over: e.name and e.args are string ids in the trace, or
+ * TL_TALLY_TEXT with the bytes in name/args (valid during the call only: copy what you keep).
+ * e.dur is -1 for a range still open. */
+typedef struct tl_tally_ev {
+    tl_event e;
+    const char *name, *args;
+    uint32_t name_len, args_len;
+} tl_tally_ev;
+
+typedef struct tl_tally_sink {
+    void *ctx;
+    /* A new event, in decoding order. Returns a reference (>= 0) by which close() names it when
+     * it is a range still open, or -1 when out of memory. */
+    int64_t (*open)(void *ctx, const tl_tally_ev *ev);
+    /* The open range ref ends at end (ns); flags are added to its own (TL_EV_UNCLOSED for the
+     * step ended by tally_stop). Called at most once per range. Returns 0, or -1. */
+    int (*close)(void *ctx, int64_t ref, int64_t end, uint16_t flags);
+    /* Step step was closed with samples samples (STEP_END); NULL: not wanted. Returns 0, or -1. */
+    int (*samples)(void *ctx, int64_t step, int64_t samples);
+} tl_tally_sink;
+
+typedef struct tl_tally_site {
+    uint32_t name; /* string id */
+    uint16_t cat;  /* tl_cat */
+} tl_tally_site;
+
+/* An EVENTS chunk of the index. */
+typedef struct tl_tally_run {
+    size_t off;  /* of the chunk header */
+    size_t nrec; /* whole record slots in the file (fewer than the header says when cut) */
+    int cut;     /* the file ends inside this chunk */
+    tally__events_header h;
+} tl_tally_run;
+
+typedef struct tl_tally_dec {
+    tl_trace *t; /* metadata, tracks and strings go here */
+    const char *name;
+    tl_error *err;
+
+    /* the file: in memory, or read with pread from fd into buf */
+    const unsigned char *mem;
+    int fd;
+    size_t len;
+    unsigned char *buf;
+    size_t cap_buf;
+
+    tally__meta_clock clk;
+    double ns_per_tick;
+    int64_t end_ns; /* META END_NS */
+    int have_end;
+
+    tl_tally_site *sites;
+    size_t nsites, cap_sites;
+    tl_u64map site_map; /* call-site id -> index in sites */
+
+    tl_tally_run *runs; /* sorted by thread slot, seq and offset */
+    size_t nruns, cap_runs;
+    uint64_t unwritten, unwritten_at; /* chunk headers of zeros the index met */
+
+    /* Decoding state, reset by each tl_tally_decode: */
+    int64_t max_ns;   /* the last timestamp met */
+    int any_step_end; /* a STEP_END: the file has steps (else step spans are not steps) */
+    tl_u64map begins; /* handle -> reference of a BEGIN not ended yet */
+    tl_u64map ends;   /* handle -> ns of an END whose BEGIN was not met yet */
+    int64_t *stack;   /* the decoded thread's open pushes (references) */
+    size_t nstack, cap_stack;
+    char step_name[48];
+} tl_tally_dec;
+
+/* Index the file: data[len] in memory, or (data NULL) the file open on fd, len bytes long.
+ * Fills t's metadata (source, pid, rank, devices, thread names, loss counters, cut_at) and
+ * d. name is used in errors ("NAME: offset N: ..."). Returns 0, or -1 with err filled; call
+ * tl_tally_close either way. */
+int tl_tally_open(tl_tally_dec *d, tl_trace *t, const void *data, int fd, size_t len,
+                  const char *name, tl_error *err);
+/* Decode every event into sink. Returns 0, or -1 with err filled. */
+int tl_tally_decode(tl_tally_dec *d, const tl_tally_sink *sink);
+/* Where ranges never ended end: END_NS, or the last timestamp in the file when later. */
+int64_t tl_tally_end(const tl_tally_dec *d);
+/* Whether a step span is kept: only when the file has a STEP_END, and only when it was ended
+ * (by STEP_END, or by tally_stop: flagged unclosed). */
+static inline int tl_tally_keep_step(const tl_tally_dec *d, int64_t dur)
+{
+    return d->any_step_end && dur >= 0;
+}
+void tl_tally_close(tl_tally_dec *d);
+
+/* The duration of a range from ts to end: 0 when end is not later, and never so long that
+ * ts + duration leaves int64 (any 64-bit timestamps can be in a damaged file). */
+static inline int64_t tl_tally_dur(int64_t ts, int64_t end)
+{
+    if (end <= ts)
+        return 0;
+    uint64_t d = (uint64_t)end - (uint64_t)ts;
+    return d > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)d;
+}
+
+#endif
