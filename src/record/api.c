@@ -289,7 +289,26 @@ static size_t cut_len(const char *s, size_t len)
     return len > TALLY__STR_MAX ? TALLY__STR_MAX : len;
 }
 
-/* A push with optional copied name (name != NULL: id 0 + STR NAME) and copied arg. */
+/* A key for an argument string: 64 bits of a multiply-xorshift hash, never 0. */
+static inline uint64_t arg_key(const char *s, size_t n)
+{
+    uint64_t h = UINT64_C(0x9e3779b97f4a7c15) ^ ((uint64_t)n * UINT64_C(0xff51afd7ed558ccd));
+    for (; n >= 8; s += 8, n -= 8) {
+        uint64_t w;
+        memcpy(&w, s, 8);
+        h = (h ^ w) * UINT64_C(0xff51afd7ed558ccd);
+        h ^= h >> 32;
+    }
+    uint64_t w = 0;
+    memcpy(&w, s, n);
+    h = (h ^ w) * UINT64_C(0xc4ceb9fe1a85ec53);
+    h ^= h >> 29;
+    return h | 1;
+}
+
+/* A push with optional copied name (name != NULL: id 0 + STR NAME) and copied arg. An argument
+ * this thread already wrote into the window's file is written as an ARGREF to it; a new one as
+ * VALUE(key) + STR ARG, which defines the key for the whole file. */
 static void push_full(const tally_srcloc *loc, const char *name, size_t nlen, uint32_t cat,
                       const char *arg, size_t alen)
 {
@@ -299,13 +318,34 @@ static void push_full(const tally_srcloc *loc, const char *name, size_t nlen, ui
         return;
     nlen = name ? cut_len(name, nlen) : 0;
     alen = arg ? cut_len(arg, alen) : 0;
-    uint32_t n = 1 + (name ? 1 + str_slots(nlen) : 0) + (arg ? 1 + str_slots(alen) : 0);
+    uint64_t key = 0, *seen = NULL;
+    int known = 0;
+    if (arg) {
+        uint32_t ep = atomic_load_explicit(&tally__sess.epoch, RLX);
+        if (TALLY__UNLIKELY(ts->arg_epoch != ep)) { /* a new window, a new file */
+            memset(ts->arg_seen, 0, sizeof ts->arg_seen);
+            ts->arg_epoch = ep;
+        }
+        key = arg_key(arg, alen);
+        seen = &ts->arg_seen[key % TALLY__ARG_CACHE];
+        known = *seen == key;
+    }
+    uint32_t n =
+        1 + (name ? 1 + str_slots(nlen) : 0) + (arg ? (known ? 1 : 2 + str_slots(alen)) : 0);
     tally__rec *p = claim(ts, n);
     if (p) {
         if (name)
             p = put_str(p, TALLY__STR_NAME, cat, name, nlen);
-        if (arg)
-            p = put_str(p, TALLY__STR_ARG, 0, arg, alen);
+        if (arg && known) {
+            p->w0 = TALLY__REC(TALLY__R_ARGREF, 0);
+            p->w1 = key;
+            p++;
+        } else if (arg) {
+            p->w0 = TALLY__REC(TALLY__R_VALUE, 0);
+            p->w1 = key;
+            p = put_str(p + 1, TALLY__STR_ARG, 0, arg, alen);
+            *seen = key;
+        }
         p->w0 = TALLY__REC(TALLY__R_PUSH, t);
         p->w1 = name ? 0 : (uint64_t)(uintptr_t)loc;
         commit(ts, p + 1);

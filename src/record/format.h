@@ -21,7 +21,7 @@
 
 #define TALLY__MAGIC        "TALLYTRC" /* 8 bytes, no NUL */
 #define TALLY__FORMAT_MAJOR 1
-#define TALLY__FORMAT_MINOR 0
+#define TALLY__FORMAT_MINOR 1 /* 1.1: ARGREF records and keyed argument strings */
 
 /* File header (16 bytes). */
 typedef struct tally__file_header {
@@ -195,14 +195,17 @@ enum {
                                 sample count for STEP_END) */
     TALLY__R_DEVICE = 11,    /* field = payload slots; tally__fmt_device + name + args */
     TALLY__R_API = 12,       /* field = payload slots; tally__fmt_api + name */
-    TALLY__R_STEP_STOP = 13  /* ticks; w1 = step number: the open step, closed by stop */
+    TALLY__R_STEP_STOP = 13, /* ticks; w1 = step number: the open step, closed by stop */
+    TALLY__R_ARGREF = 14     /* w1 = key: the argument string of the next PUSH is the one a
+                                keyed STR ARG defined earlier in the file (any thread) */
 };
 
 /* Roles of a STR record: what the string is for. */
 enum {
     TALLY__STR_NAME = 1,  /* name of the next PUSH/BEGIN/MARK/COUNTER with id 0; category in the
                              STR record */
-    TALLY__STR_ARG = 2,   /* argument string of the next PUSH/BEGIN */
+    TALLY__STR_ARG = 2,   /* argument string of the next PUSH/BEGIN; when a VALUE record comes
+                             right before it, its w1 is the string's key for later ARGREFs */
     TALLY__STR_THREAD = 3 /* the thread's name from now on */
 };
 

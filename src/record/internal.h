@@ -34,6 +34,7 @@
 #define TALLY__MAX_THREADS 4096
 #define TALLY__RING        1024 /* open begin/end handles remembered per thread */
 #define TALLY__TIMER_DEPTH 64
+#define TALLY__ARG_CACHE   512 /* argument strings remembered per thread (by hash) */
 
 /* ---- clock (clock.c) ------------------------------------------------------------------------- */
 
@@ -127,6 +128,11 @@ typedef struct tally__tstate {
     int tm_depth;
     uint8_t tm_cat[TALLY__TIMER_DEPTH];
     int64_t tm_t0[TALLY__TIMER_DEPTH];
+
+    /* argument strings this thread already wrote into the open window's file, by hash: a
+     * repeated one (the same input shapes at every step) costs a 16-byte reference */
+    uint32_t arg_epoch; /* the window epoch the cache belongs to */
+    uint64_t arg_seen[TALLY__ARG_CACHE];
 
     /* handles of open begin/end ranges: ring[seq % RING] = seq + 1 while open */
     _Atomic uint64_t ring[TALLY__RING];

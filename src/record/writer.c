@@ -286,8 +286,9 @@ static scan scan_records(const tally__rec *r, size_t n, locset *set, bb *scratch
         if (slots > n - i)
             break; /* cannot happen with our own buffers; never read past them */
         /* records the program made through the API (not step boundaries, prefixes, late pops) */
-        if (t != TALLY__R_STR && t != TALLY__R_VALUE && t != TALLY__R_STEP_BEGIN &&
-            t != TALLY__R_STEP_END && t != TALLY__R_STEP_STOP && !(t == TALLY__R_POP && x->w1))
+        if (t != TALLY__R_STR && t != TALLY__R_VALUE && t != TALLY__R_ARGREF &&
+            t != TALLY__R_STEP_BEGIN && t != TALLY__R_STEP_END && t != TALLY__R_STEP_STOP &&
+            !(t == TALLY__R_POP && x->w1))
             s.records++;
         switch (t) {
         case TALLY__R_BEGIN:

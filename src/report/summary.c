@@ -85,6 +85,30 @@ int tl_trace_warnings(const tl_trace *t, void (*fn)(const char *line, void *arg)
         snprintf(line, sizeof line, "warning: %llu %s", (unsigned long long)w[i].n, w[i].what);
         say(fn, arg, line, &n);
     }
+    if (t->lost) {
+        snprintf(line, sizeof line,
+                 "warning: %llu records lost: the file could not be written (%s); the trace "
+                 "ends where writing stopped",
+                 (unsigned long long)t->lost, t->io_errno ? strerror(t->io_errno) : "I/O error");
+        say(fn, arg, line, &n);
+    }
+    /* who lost them: the worst threads (the reader sorted them) */
+    if (t->nthread_losses && (t->dropped || t->lost)) {
+        size_t k = (size_t)snprintf(line, sizeof line, "warning: records lost per thread:");
+        for (uint32_t i = 0; i < t->nthread_losses && i < 4 && k < sizeof line; i++) {
+            const struct tl_thread_loss *l = &t->thread_losses[i];
+            const char *name = "";
+            for (uint32_t j = 0; j < t->ntracks; j++)
+                if (t->tracks[j].kind == TL_TRACK_THREAD && t->tracks[j].tid == l->tid)
+                    name = tl_str(&t->strings, t->tracks[j].name);
+            k += (size_t)snprintf(line + k, sizeof line - k, "%s %s%stid %lld %llu", i ? "," : "",
+                                  name, *name ? " " : "", (long long)l->tid,
+                                  (unsigned long long)(l->dropped + l->lost));
+        }
+        if (t->nthread_losses > 4 && k < sizeof line)
+            snprintf(line + k, sizeof line - k, ", and %u more threads", t->nthread_losses - 4);
+        say(fn, arg, line, &n);
+    }
     /* a .tally file the program did not finish writing (killed, disk full) */
     if (t->cut_at) {
         snprintf(line, sizeof line,

@@ -289,6 +289,7 @@ void tl_trace_free(tl_trace *t)
     free(t->tracks);
     free(t->devices);
     free(t->step_samples);
+    free(t->thread_losses);
     free(t->track_slots_);
     memset(t, 0, sizeof *t);
 }

@@ -172,6 +172,16 @@ typedef struct tl_trace {
     uint64_t cut_at;       /* the file ends inside the chunk at this offset */
     uint64_t unwritten;    /* chunks the program never wrote in full (zeros where records go) */
     uint64_t unwritten_at; /* offset of the first of them */
+    /* Records the program recorded but could not write (a full disk, a file-size limit), the
+     * system error that stopped it, and the threads that dropped or lost records, worst first
+     * (.tally traces; from the STATS and LOSSES chunks). */
+    uint64_t lost;
+    int32_t io_errno;
+    struct tl_thread_loss {
+        int64_t tid;
+        uint64_t dropped, lost;
+    } * thread_losses;
+    uint32_t nthread_losses;
 
     /* Steps closed by tally_step with their sample counts, in order (tally traces). */
     int64_t *step_samples;

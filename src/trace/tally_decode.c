@@ -254,6 +254,39 @@ static void read_stats(tl_tally_dec *d, const unsigned char *p, size_t len)
     d->t->bad_ends = s.bad_ends;
     d->t->calls_outside = s.calls_outside;
     d->t->unclosed = s.unclosed;
+    d->t->lost = s.lost;
+    d->t->io_errno = s.io_errno;
+}
+
+static int loss_cmp(const void *a, const void *b)
+{
+    const struct tl_thread_loss *x = a, *y = b;
+    uint64_t nx = x->dropped + x->lost, ny = y->dropped + y->lost;
+    if (nx != ny)
+        return nx > ny ? -1 : 1;
+    return (x->tid > y->tid) - (x->tid < y->tid);
+}
+
+/* Per-thread losses (the last LOSSES chunk wins: one per closed window). */
+static int read_losses(tl_tally_dec *d, const unsigned char *p, size_t len, size_t off)
+{
+    size_t n = len / sizeof(tally__loss_entry);
+    struct tl_thread_loss *l = n ? calloc(n, sizeof *l) : NULL;
+    if (n && !l)
+        return fail_nomem(d, off);
+    for (size_t i = 0; i < n; i++) {
+        tally__loss_entry e;
+        memcpy(&e, p + i * sizeof e, sizeof e);
+        l[i].tid = e.tid;
+        l[i].dropped = e.dropped;
+        l[i].lost = e.lost;
+    }
+    if (n)
+        qsort(l, n, sizeof *l, loss_cmp);
+    free(d->t->thread_losses);
+    d->t->thread_losses = l;
+    d->t->nthread_losses = (uint32_t)n;
+    return 0;
 }
 
 static int add_run(tl_tally_dec *d, size_t off, size_t plen, int cut)
@@ -391,6 +424,7 @@ int tl_tally_open(tl_tally_dec *d, tl_trace *t, const void *data, int fd, size_t
         case TALLY__CHUNK_THREADS:
         case TALLY__CHUNK_DEVICES:
         case TALLY__CHUNK_STATS:
+        case TALLY__CHUNK_LOSSES:
             if (!(p = at(d, poff, plen)))
                 return -1;
             if (ch.type == TALLY__CHUNK_META)
@@ -401,6 +435,8 @@ int tl_tally_open(tl_tally_dec *d, tl_trace *t, const void *data, int fd, size_t
                 e = read_threads(d, p, plen, poff, cut);
             else if (ch.type == TALLY__CHUNK_DEVICES)
                 e = read_devices(d, p, plen, poff, cut);
+            else if (ch.type == TALLY__CHUNK_LOSSES)
+                e = read_losses(d, p, plen, poff);
             else
                 read_stats(d, p, plen);
             break;
@@ -670,6 +706,12 @@ static int decode_run(tl_tally_dec *d, const tl_tally_sink *s, const tl_tally_ru
             } else if (role == TALLY__STR_ARG) {
                 pend_arg = pl;
                 pend_arg_len = (uint32_t)x.w1;
+                if (have_value) { /* a keyed argument: later ARGREFs name it by its key */
+                    uint32_t id = tl_intern(&t->strings, pl, (size_t)x.w1);
+                    if (tl_u64map_put(&d->arg_keys, pend_value, id) != 0)
+                        return fail_nomem(d, roff);
+                    have_value = 0;
+                }
             } else if (role == TALLY__STR_THREAD) {
                 t->tracks[td->track].name = tl_intern(&t->strings, pl, (size_t)x.w1);
             }
@@ -679,6 +721,18 @@ static int decode_run(tl_tally_dec *d, const tl_tally_sink *s, const tl_tally_ru
             pend_value = x.w1;
             have_value = 1;
             break;
+        case TALLY__R_ARGREF: {
+            uint64_t *id = tl_u64map_get(&d->arg_keys, x.w1);
+            if (id) {
+                pend_arg = tl_str(&t->strings, (uint32_t)*id);
+                pend_arg_len = t->strings.len[*id];
+            } else { /* its definition was lost (a chunk cut or never written) */
+                static const char lost[] = "(argument not in the file)";
+                pend_arg = lost;
+                pend_arg_len = sizeof lost - 1;
+            }
+            break;
+        }
         case TALLY__R_DEVICE: {
             tally__fmt_device dv;
             if ((slots - 1) * 16 < sizeof dv)
@@ -727,7 +781,7 @@ static int decode_run(tl_tally_dec *d, const tl_tally_sink *s, const tl_tally_ru
         }
         default: {
             char msg[96];
-            snprintf(msg, sizeof msg, "expected a record type 1..13, found %u", type);
+            snprintf(msg, sizeof msg, "expected a record type 1..14, found %u", type);
             return fail(d, roff, msg);
         }
         }
@@ -794,5 +848,6 @@ void tl_tally_close(tl_tally_dec *d)
     tl_u64map_free(&d->site_map);
     tl_u64map_free(&d->begins);
     tl_u64map_free(&d->ends);
+    tl_u64map_free(&d->arg_keys);
     memset(d, 0, sizeof *d);
 }

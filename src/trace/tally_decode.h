@@ -85,11 +85,12 @@ typedef struct tl_tally_dec {
     uint64_t unwritten, unwritten_at; /* chunk headers of zeros the index met */
 
     /* Decoding state, reset by each tl_tally_decode: */
-    int64_t max_ns;   /* the last timestamp met */
-    int any_step_end; /* a STEP_END: the file has steps (else step spans are not steps) */
-    tl_u64map begins; /* handle -> reference of a BEGIN not ended yet */
-    tl_u64map ends;   /* handle -> ns of an END whose BEGIN was not met yet */
-    int64_t *stack;   /* the decoded thread's open pushes (references) */
+    int64_t max_ns;     /* the last timestamp met */
+    int any_step_end;   /* a STEP_END: the file has steps (else step spans are not steps) */
+    tl_u64map begins;   /* handle -> reference of a BEGIN not ended yet */
+    tl_u64map ends;     /* handle -> ns of an END whose BEGIN was not met yet */
+    tl_u64map arg_keys; /* key of a keyed argument string (VALUE + STR ARG) -> its string id */
+    int64_t *stack;     /* the decoded thread's open pushes (references) */
     size_t nstack, cap_stack;
     char step_name[48];
 } tl_tally_dec;

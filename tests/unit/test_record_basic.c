@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -309,12 +310,83 @@ TEST(collector_interface)
     tl_trace_free(&t);
 }
 
+/* Arguments (input shapes) repeat at every step: each thread writes an argument's bytes once per
+ * file and a 16-byte reference after that; every range reads back with its own argument, on
+ * every thread, and in a second window (a new file) too. */
+static const char *const shapes[] = {"[[128, 4096], [4096, 4096]]", "[[128, 4096]]", "", "[[1]]",
+                                     "[[32, 128, 4096], [4096, 4096], [], [1]]"};
+#define NSHAPES 5
+#define ROUNDS  2000
+
+static void *arg_worker(void *arg)
+{
+    (void)arg;
+    static const tally_srcloc loc = {"op", __FILE__, "arg_worker", __LINE__, TALLY_OPERATOR};
+    for (int i = 0; i < ROUNDS; i++) {
+        tally_push_arg(&loc, shapes[i % NSHAPES]);
+        tally_pop();
+    }
+    return NULL;
+}
+
+static int check_args(const char *path, int threads)
+{
+    tl_trace t;
+    if (load(&t, path) != 0)
+        return -1;
+    int per[NSHAPES] = {0}, bad = 0;
+    for (size_t i = 0; i < t.nev; i++) {
+        if (strcmp(tl_str(&t.strings, t.ev[i].name), "op") != 0)
+            continue;
+        const char *a = tl_str(&t.strings, t.ev[i].args);
+        int k = 0;
+        while (k < NSHAPES && strcmp(a, shapes[k]) != 0)
+            k++;
+        if (k == NSHAPES)
+            bad++;
+        else
+            per[k]++;
+    }
+    CHECK_EQ_INT(bad, 0);
+    for (int k = 0; k < NSHAPES; k++)
+        CHECK_EQ_INT(per[k], threads * ROUNDS / NSHAPES);
+    tl_trace_free(&t);
+    return 0;
+}
+
+TEST(repeated_arguments_written_once)
+{
+    tally_config c = base_config("args");
+    c.active = 1; /* two windows: steps 0 and 1, one file each */
+    c.repeat = 2;
+    CHECK_EQ_INT(tally_start(&c), 0);
+    char paths[2][512];
+    for (int w = 0; w < 2; w++) {
+        pthread_t th[2];
+        for (int i = 0; i < 2; i++)
+            pthread_create(&th[i], NULL, arg_worker, NULL);
+        for (int i = 0; i < 2; i++)
+            pthread_join(th[i], NULL);
+        tally_step(1);
+        snprintf(paths[w], sizeof paths[w], "%s", last_path);
+    }
+    CHECK_EQ_INT(tally_stop(), 0);
+    for (int w = 0; w < 2; w++) {
+        CHECK_EQ_INT(check_args(paths[w], 2), 0);
+        /* 8000 ranges with ~20-byte arguments: 3 slots each with references (48 bytes), 4-5
+         * with the bytes (64-80 bytes) */
+        struct stat st;
+        CHECK(stat(paths[w], &st) == 0 && st.st_size < 2 * ROUNDS * 2 * 52);
+    }
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/tally-test-record-%d", (int)getpid());
     RUN(known_durations_two_threads);
     RUN(dynamic_marks_counters_begin_end);
     RUN(collector_interface);
+    RUN(repeated_arguments_written_once);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0)

@@ -648,7 +648,7 @@ TEST(zeros_end_a_run_and_later_runs_are_read)
     memcpy(b.p + damaged + 16 + 32 + 4 * 16 + 16, b.p + damaged + 16 + 32, 16);
     char msg[600];
     CHECK_EQ_INT(read_err(b.p, b.len, msg, sizeof msg), -1);
-    snprintf(want, sizeof want, "f.tally: offset %zu: expected a record type 1..13, found 0",
+    snprintf(want, sizeof want, "f.tally: offset %zu: expected a record type 1..14, found 0",
              damaged + 16 + 32 + 4 * 16);
     CHECK_STR(msg, want);
     free(b.p);
@@ -938,6 +938,81 @@ TEST(ranges_never_closed_survive_export)
     free(b.p);
 }
 
+/* Format 1.1: an argument string written once with a key (VALUE + STR ARG) and named by its key
+ * afterwards (ARGREF), from any thread; an ARGREF whose definition is not in the file; the lost
+ * records and the per-thread losses of the STATS and LOSSES chunks. */
+TEST(keyed_arguments_and_losses)
+{
+    static const site_def s[] = {{"mm", TALLY_OPERATOR}};
+    fb b = {0};
+    file_start(&b, 0, s, 1);
+    size_t at = events_begin(&b, 1, 4242, 0, 0);
+    rec(&b, TALLY__R_VALUE, 0, 0xabc1); /* defines key 0xabc1 */
+    str_rec(&b, TALLY__STR_ARG, 0, "[[2, 3], [3, 4]]");
+    rec(&b, TALLY__R_PUSH, 100, 0x1000);
+    rec(&b, TALLY__R_POP, 200, 0);
+    rec(&b, TALLY__R_ARGREF, 0, 0xabc1); /* the same argument again */
+    rec(&b, TALLY__R_PUSH, 300, 0x1000);
+    rec(&b, TALLY__R_POP, 400, 0);
+    rec(&b, TALLY__R_ARGREF, 0, 0x5555); /* a key never defined */
+    rec(&b, TALLY__R_PUSH, 500, 0x1000);
+    rec(&b, TALLY__R_POP, 600, 0);
+    rec(&b, TALLY__R_PUSH, 700, 0x1000); /* no argument at all */
+    rec(&b, TALLY__R_POP, 800, 0);
+    chunk_end(&b, at);
+    at = events_begin(&b, 2, 4243, 0, 0); /* another thread names the first thread's key */
+    rec(&b, TALLY__R_ARGREF, 0, 0xabc1);
+    rec(&b, TALLY__R_PUSH, 150, 0x1000);
+    rec(&b, TALLY__R_POP, 250, 0);
+    chunk_end(&b, at);
+    at = chunk_begin(&b, TALLY__CHUNK_LOSSES);
+    tally__loss_entry l1 = {1, 0, 4242, 10, 0}, l2 = {2, 0, 4243, 0, 30};
+    put(&b, &l1, sizeof l1);
+    put(&b, &l2, sizeof l2);
+    chunk_end(&b, at);
+    at = chunk_begin(&b, TALLY__CHUNK_STATS);
+    tally__stats_chunk st = {.records = 10, .dropped = 10, .lost = 30, .io_errno = 28};
+    put(&b, &st, sizeof st);
+    chunk_end(&b, at);
+
+    tl_trace t;
+    tl_trace_init(&t);
+    tl_error err = {{0}};
+    CHECK_EQ_INT(tl_read_tally_mem(&t, b.p, b.len, "args.tally", &err), 0);
+    const char *want[] = {"[[2, 3], [3, 4]]", "[[2, 3], [3, 4]]", "(argument not in the file)", ""};
+    int64_t starts[] = {100, 300, 500, 700};
+    int seen = 0, other = 0;
+    for (size_t i = 0; i < t.nev; i++) {
+        const tl_event *e = &t.ev[i];
+        if (t.tracks[e->track].tid == 4243) {
+            CHECK_STR(tl_str(&t.strings, e->args), "[[2, 3], [3, 4]]");
+            other++;
+            continue;
+        }
+        for (int k = 0; k < 4; k++)
+            if (e->ts == starts[k]) {
+                CHECK_STR(tl_str(&t.strings, e->args), want[k]);
+                CHECK_EQ_INT(e->dur, 100);
+                seen++;
+            }
+    }
+    CHECK_EQ_INT(seen, 4);
+    CHECK_EQ_INT(other, 1);
+    CHECK_EQ_INT(t.lost, 30);
+    CHECK_EQ_INT(t.io_errno, 28);
+    CHECK_EQ_INT(t.nthread_losses, 2);
+    if (t.nthread_losses == 2) { /* worst first */
+        CHECK_EQ_INT(t.thread_losses[0].tid, 4243);
+        CHECK_EQ_INT(t.thread_losses[0].lost, 30);
+        CHECK_EQ_INT(t.thread_losses[1].dropped, 10);
+    }
+    CHECK(has_warning(&t,
+                      "30 records lost: the file could not be written (No space left on device)"));
+    CHECK(has_warning(&t, "records lost per thread: tid 4243 30, tid 4242 10"));
+    tl_trace_free(&t);
+    free(b.p);
+}
+
 TEST(unknown_chunks_skipped)
 {
     fb b = {0};
@@ -1109,6 +1184,7 @@ int main(int argc, char **argv)
     RUN(gpu_work_links_and_cross_thread_ranges);
     RUN(ranges_never_closed_are_flagged_and_counted);
     RUN(ranges_never_closed_survive_export);
+    RUN(keyed_arguments_and_losses);
     RUN(unknown_chunks_skipped);
     RUN(random_damage_never_crashes);
     RUN(reader_speed);
