@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int cli_status(const tl_error *err)
@@ -39,6 +40,10 @@ int cli_write_chrome(const char *verb, const tl_trace *t, const char *out)
     tl_error err = {{0}};
     if (!strcmp(out, "-"))
         return tl_write_chrome_file(t, stdout, &err) != 0 ? cli_fail(verb, &err) : 0;
+    /* a device or a pipe (/dev/null, a fifo) is written in place: never renamed over */
+    struct stat st;
+    if (stat(out, &st) == 0 && !S_ISREG(st.st_mode))
+        return tl_write_chrome(t, out, &err) != 0 ? cli_fail(verb, &err) : 0;
     size_t n = strlen(out);
     char tmp[4096];
     if (snprintf(tmp, sizeof tmp, "%s.tmp%d%s", out, (int)getpid(),

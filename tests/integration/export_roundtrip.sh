@@ -37,6 +37,15 @@ set +e
 set -e
 grep -q "usage: tally export" <<<"$("$TALLY" export --help)" || fail "--help"
 
+# a pipe (or a device such as /dev/null) is written in place, never renamed over
+mkfifo "$work/fifo"
+cat "$work/fifo" >"$work/from_fifo.json" &
+reader=$!
+"$TALLY" export "$trace" -o "$work/fifo" || fail "export to a fifo failed"
+wait "$reader"
+[ -p "$work/fifo" ] || fail "the fifo was replaced by a file"
+cmp -s "$work/from_fifo.json" "$work/a.json" || [ -s "$work/from_fifo.json" ] || fail "nothing came through the fifo"
+
 command -v python3 >/dev/null || { echo "skipped: python3 absent (the strict JSON check needs it)"; exit 77; }
 python3 - "$trace" "$work/a.json" "$work/b.json.gz" <<'PY' || fail "python check failed"
 import gzip, json, sys
