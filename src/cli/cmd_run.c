@@ -466,7 +466,10 @@ static int run(struct run_state *st)
 {
     const char *lib = cli_libtally_path();
     if (!lib) {
-        fprintf(stderr, "tally run: libtally.so not found next to %s or in ../lib\n", cli_argv0);
+        fprintf(stderr,
+                "tally run: libtally.so not found next to %s or in the library folder of its "
+                "installation\n",
+                cli_argv0);
         return 2;
     }
     char libabs[PATH_MAX];
