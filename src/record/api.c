@@ -77,20 +77,26 @@ static inline void commit(tally__tstate *ts, tally__rec *next)
 
 /* ---- outside the window: out of line --------------------------------------------------------- */
 
+/* The first call outside a session on this thread: its state is made here. */
+__attribute__((noinline)) static void count_outside_first(void)
+{
+    int saved = errno;
+    tally__tstate *ts = tally__tstate_create();
+    errno = saved;
+    if (!ts)
+        atomic_fetch_add_explicit(&tally__sess.calls_outside, 1, RLX);
+    else
+        atomic_store_explicit(&ts->outside, atomic_load_explicit(&ts->outside, RLX) + 1, RLX);
+}
+
 /* Counted per thread (a shared counter would bounce between cores); summed when read. */
 static inline __attribute__((always_inline)) void count_outside(void)
 {
     tally__tstate *ts = tally__self;
-    if (TALLY__UNLIKELY(!ts)) {
-        int saved = errno;
-        ts = tally__tstate_create();
-        errno = saved;
-        if (!ts) {
-            atomic_fetch_add_explicit(&tally__sess.calls_outside, 1, RLX);
-            return;
-        }
-    }
-    atomic_store_explicit(&ts->outside, atomic_load_explicit(&ts->outside, RLX) + 1, RLX);
+    if (TALLY__UNLIKELY(!ts))
+        count_outside_first();
+    else
+        atomic_store_explicit(&ts->outside, atomic_load_explicit(&ts->outside, RLX) + 1, RLX);
 }
 
 void tally__outside_call(void)
@@ -149,7 +155,7 @@ static void timer_pop(void)
 /* Not recording: count calls outside a session, time dataloader ranges in timer-only mode.
  * In a forked child whose session has not resumed yet, resume it: these return non-zero when
  * the call should now be recorded (the caller calls itself again). */
-__attribute__((noinline)) static int off_push(int gate, uint32_t cat)
+static inline __attribute__((always_inline)) int off_push(int gate, uint32_t cat)
 {
     if (gate == TALLY__GATE_OFF)
         count_outside();
@@ -162,7 +168,7 @@ __attribute__((noinline)) static int off_push(int gate, uint32_t cat)
     return 0;
 }
 
-__attribute__((noinline)) static int off_pop(int gate)
+static inline __attribute__((always_inline)) int off_pop(int gate)
 {
     if (gate == TALLY__GATE_OFF)
         count_outside();
@@ -219,7 +225,9 @@ __attribute__((noinline)) static void push_on(const tally_srcloc *loc)
  * after a forked child's session resumed, the push is recorded. */
 __attribute__((noinline)) static void off_push_loc(int gate, const tally_srcloc *loc)
 {
-    if (off_push(gate, gate == TALLY__GATE_TIMER && loc ? loc->category : 0))
+    if (TALLY__LIKELY(gate == TALLY__GATE_OFF))
+        count_outside(); /* no frame on this path: calls before start stay ~2 ns */
+    else if (off_push(gate, gate == TALLY__GATE_TIMER && loc ? loc->category : 0))
         push_on(loc);
 }
 
@@ -388,7 +396,9 @@ void tally__push_copy(const char *name, size_t len, uint32_t cat, const char *ar
 
 __attribute__((noinline)) static void off_pop_then(int gate)
 {
-    if (off_pop(gate))
+    if (TALLY__LIKELY(gate == TALLY__GATE_OFF))
+        count_outside();
+    else if (off_pop(gate))
         pop_on();
 }
 
