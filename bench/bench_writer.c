@@ -26,7 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static long N = 5000000, M = 4000000;
+static long N = 5000000, M = 8000000;
 static int ROUNDS = 5;
 static char dir[512] = "/tmp/tally-bench-writer";
 
