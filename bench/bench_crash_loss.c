@@ -18,6 +18,8 @@
 
 #include <tally.h>
 
+#include "bench_util.h"
+
 #include <dirent.h>
 #include <pthread.h>
 #include <signal.h>
@@ -82,12 +84,7 @@ static void child(shared *sh, const char *dir, enum death how, double seconds)
     /* a crash here is the point: no core file, no sanitizer report of it */
     struct rlimit no_core = {0, 0};
     setrlimit(RLIMIT_CORE, &no_core);
-    tally_config c;
-    memset(&c, 0, sizeof c);
-    c.output_dir = dir;
-    c.name = "crash";
-    c.write = TALLY_WRITE_TALLY;
-    c.quiet = 1;
+    tally_config c = bench_config(dir, "crash", NULL);
     if (tally_start(&c) != 0)
         _exit(3);
     pthread_t th;
@@ -213,12 +210,6 @@ static int run_once(enum death how, double seconds, result *r)
     return rc;
 }
 
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 int main(int argc, char **argv)
 {
     int repeat = 3, check = 0, first = DIE_KILL, last = DIE_ABORT;
@@ -269,8 +260,8 @@ int main(int argc, char **argv)
                    (long long)r.found, kept[k], r.loss_ms, r.ok ? "" : "   <- below 95%");
             fflush(stdout);
         }
-        qsort(loss, (size_t)repeat, sizeof *loss, cmp_d);
-        qsort(kept, (size_t)repeat, sizeof *kept, cmp_d);
+        qsort(loss, (size_t)repeat, sizeof *loss, bench_cmp_double);
+        qsort(kept, (size_t)repeat, sizeof *kept, bench_cmp_double);
         printf("  %-8s median kept %.1f%%, median loss window %.1f ms [%.1f-%.1f]\n",
                death_name[how], kept[repeat / 2], loss[repeat / 2], loss[0], loss[repeat - 1]);
         free(loss);

@@ -31,6 +31,8 @@
 #include "record/format.h"
 #include <tally.h>
 
+#include "bench_util.h"
+
 static long N = 1000000;
 static int ROUNDS = 7;
 static char dir[256];
@@ -141,13 +143,7 @@ static void on_ready(const tally_window *w, void *u)
 
 static void start(int closed)
 {
-    tally_config c;
-    memset(&c, 0, sizeof c);
-    c.output_dir = dir;
-    c.name = "bench";
-    c.quiet = 1;
-    c.write = TALLY_WRITE_TALLY;
-    c.on_trace_ready = on_ready;
+    tally_config c = bench_config(dir, "bench", on_ready);
     c.memory_cap = (size_t)512 << 20;
     if (closed) { /* step 0 is in the "wait" part of the schedule: nothing recorded */
         c.wait = 1000;
@@ -160,19 +156,13 @@ static void start(int closed)
     }
 }
 
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 typedef struct stat3 {
     double med, min, max;
 } stat3;
 
 static stat3 summarize(double *v, int n)
 {
-    qsort(v, (size_t)n, sizeof *v, cmp);
+    qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
     stat3 s = {v[n / 2], v[0], v[n - 1]};
     return s;
 }

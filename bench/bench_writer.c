@@ -17,6 +17,8 @@
  */
 #include <tally.h>
 
+#include "bench_util.h"
+
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,13 +62,7 @@ static void on_ready(const tally_window *w, void *u)
 static void start(int per_step_windows)
 {
     sync(); /* the page cache starts each round with nothing to write back */
-    tally_config c;
-    memset(&c, 0, sizeof c);
-    c.output_dir = dir;
-    c.name = "bench";
-    c.quiet = 1;
-    c.write = TALLY_WRITE_TALLY;
-    c.on_trace_ready = on_ready;
+    tally_config c = bench_config(dir, "bench", on_ready);
     if (per_step_windows) { /* every step is a window of its own */
         c.active = 1;
         c.repeat = 0;
@@ -77,17 +73,7 @@ static void start(int per_step_windows)
     }
 }
 
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp);
-    return v[n / 2];
-}
+#define median bench_median
 
 static void *arg_thread(void *p)
 {

@@ -476,16 +476,10 @@ void tl_trace_span(const tl_trace *t, int64_t *t0, int64_t *t1)
 
 /* ---- finish: order, nesting, links ------------------------------------------------------- */
 
-/* Event order: track, start ascending, longer first, then the order events were added. */
+/* Event order (tl_sorts_before): track, start ascending, longer first, then the order added. */
 static int ev_before(const tl_event *a, size_t ia, const tl_event *b, size_t ib)
 {
-    if (a->track != b->track)
-        return a->track < b->track;
-    if (a->ts != b->ts)
-        return a->ts < b->ts;
-    if (a->dur != b->dur)
-        return a->dur > b->dur;
-    return ia < ib;
+    return tl_sorts_before(a->track, a->ts, a->dur, ia, b->track, b->ts, b->dur, ib);
 }
 
 /* The order of ev_before within one track, on a copy of the fields it reads (for tracks far

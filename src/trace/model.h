@@ -225,6 +225,20 @@ int tl_trace_keep_tracks(tl_trace *t, const uint8_t *keep, uint32_t n);
 /* Find or add a device by id; returns it. */
 tl_device *tl_trace_device(tl_trace *t, int32_t id);
 
+/* The order tl_trace_finish puts events in: track, start ascending, longer first, then the
+ * order they were added (ia, ib). The streaming export decides flows by the same rule. */
+static inline int tl_sorts_before(uint32_t ta, int64_t tsa, int64_t da, uint64_t ia, uint32_t tb,
+                                  int64_t tsb, int64_t db, uint64_t ib)
+{
+    if (ta != tb)
+        return ta < tb;
+    if (tsa != tsb)
+        return tsa < tsb;
+    if (da != db)
+        return da > db;
+    return ia < ib;
+}
+
 /* Sort events and compute parent/depth/link. Call once after the last tl_trace_add. */
 int tl_trace_finish(tl_trace *t);
 /* Recompute runtime<->device links after correlation ids changed (finished traces only). */

@@ -56,13 +56,8 @@ typedef struct ev_key {
 
 static int key_before(const ev_key *a, const ev_key *b)
 {
-    if (a->track != b->track)
-        return a->track < b->track;
-    if (a->ts != b->ts)
-        return a->ts < b->ts;
-    if (a->dur != b->dur)
-        return a->dur > b->dur;
-    return a->order < b->order;
+    return tl_sorts_before(a->track, a->ts, a->dur, (uint64_t)a->order, b->track, b->ts, b->dur,
+                           (uint64_t)b->order);
 }
 
 /* A correlation id with more than one call or device event: the first of each so far. */
