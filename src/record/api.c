@@ -666,6 +666,26 @@ void tally__record_api(const tally__api_event *e)
     errno = saved;
 }
 
+void tally__record_memory(uint64_t ptr, int64_t bytes, int32_t device, uint32_t category,
+                          int64_t total_allocated, int64_t total_reserved)
+{
+    int g = GATE();
+    if (TALLY__UNLIKELY(g != TALLY__GATE_ON) && !off_other(g))
+        return;
+    uint64_t t = tally__ticks();
+    tally__tstate *ts = self_state();
+    if (TALLY__UNLIKELY(!ts))
+        return;
+    tally__rec *p = claim(ts, 3);
+    if (p) {
+        tally__fmt_memory m = {ptr, device, category, total_allocated, total_reserved};
+        p->w0 = TALLY__REC(TALLY__R_MEMORY, t);
+        p->w1 = (uint64_t)bytes;
+        memcpy(p + 1, &m, sizeof m);
+        commit(ts, p + 3);
+    }
+}
+
 int64_t tally__now_ns(void)
 {
     int saved = errno;

@@ -21,7 +21,7 @@
 
 #define TALLY__MAGIC        "TALLYTRC" /* 8 bytes, no NUL */
 #define TALLY__FORMAT_MAJOR 1
-#define TALLY__FORMAT_MINOR 1 /* 1.1: ARGREF records and keyed argument strings */
+#define TALLY__FORMAT_MINOR 2 /* 1.1: ARGREF records and keyed argument strings; 1.2: MEMORY */
 
 /* File header (16 bytes). */
 typedef struct tally__file_header {
@@ -196,8 +196,10 @@ enum {
     TALLY__R_DEVICE = 11,    /* field = payload slots; tally__fmt_device + name + args */
     TALLY__R_API = 12,       /* field = payload slots; tally__fmt_api + name */
     TALLY__R_STEP_STOP = 13, /* ticks; w1 = step number: the open step, closed by stop */
-    TALLY__R_ARGREF = 14     /* w1 = key: the argument string of the next PUSH is the one a
+    TALLY__R_ARGREF = 14,    /* w1 = key: the argument string of the next PUSH is the one a
                                 keyed STR ARG defined earlier in the file (any thread) */
+    TALLY__R_MEMORY = 15     /* ticks; w1 = bytes allocated (negative: freed); then two slots
+                                of tally__fmt_memory */
 };
 
 /* Roles of a STR record: what the string is for. */
@@ -230,6 +232,16 @@ typedef struct tally__fmt_api {
     uint32_t cat, name_len; /* name follows */
 } tally__fmt_api;
 
+/* Payload of a MEMORY record: an allocation or a free on the recording thread. */
+typedef struct tally__fmt_memory {
+    uint64_t ptr;            /* the address */
+    int32_t device;          /* -1: host memory; else the device index */
+    uint32_t category;       /* what the memory holds: 0 = unknown */
+    int64_t total_allocated; /* the allocator's totals after this event (-1: unknown) */
+    int64_t total_reserved;
+} tally__fmt_memory;
+
+_Static_assert(sizeof(tally__fmt_memory) == 32, "memory payload: two slots");
 _Static_assert(sizeof(tally__fmt_device) == 64, "device payload");
 _Static_assert(sizeof(tally__fmt_api) == 40, "api payload");
 
@@ -241,6 +253,8 @@ static inline uint64_t tally__rec_slots(const tally__rec *r)
         return 1 + (r->w1 + 15) / 16;
     if (t == TALLY__R_DEVICE || t == TALLY__R_API)
         return 1 + (r->w0 & 0xffffffffu);
+    if (t == TALLY__R_MEMORY)
+        return 3;
     return 1;
 }
 

@@ -58,6 +58,12 @@ typedef struct tally__api_event {
 } tally__api_event;
 void tally__record_api(const tally__api_event *e);
 
+/* An allocation (bytes > 0) or a free (bytes < 0) of memory on the calling thread, as an
+ * allocator reports it (PyTorch's caching allocators through c10's memory-reporting hook):
+ * device -1 for host memory; totals after the event, -1 when unknown. */
+void tally__record_memory(uint64_t ptr, int64_t bytes, int32_t device, uint32_t category,
+                          int64_t total_allocated, int64_t total_reserved);
+
 /* A device's properties, once per device. */
 void tally__record_device_props(int32_t id, const char *name, int64_t memory, int32_t sm_count,
                                 int32_t cc_major, int32_t cc_minor);

@@ -779,9 +779,22 @@ static int decode_run(tl_tally_dec *d, const tl_tally_sink *s, const tl_tally_ru
                 return fail_nomem(d, roff);
             break;
         }
+        case TALLY__R_MEMORY: {
+            tally__fmt_memory m;
+            memcpy(&m, pl, sizeof m);
+            ev_init(&ev, td->track, to_ns(d, x.w0), TL_CAT_MEMORY);
+            ev.e.name = TL_TALLY_TEXT;
+            ev.name = "[memory]";
+            ev.name_len = 8;
+            ev.e.value = (int64_t)x.w1;
+            ev.e.flags = (uint16_t)(TL_EV_INSTANT | (m.device >= 0 ? TL_EV_MEM_DEVICE : 0));
+            if (emit(d, s, &ev) < 0)
+                return fail_nomem(d, roff);
+            break;
+        }
         default: {
             char msg[96];
-            snprintf(msg, sizeof msg, "expected a record type 1..14, found %u", type);
+            snprintf(msg, sizeof msg, "expected a record type 1..15, found %u", type);
             return fail(d, roff, msg);
         }
         }

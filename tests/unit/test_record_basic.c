@@ -380,6 +380,38 @@ TEST(repeated_arguments_written_once)
     }
 }
 
+/* Allocations and frees as an allocator reports them (PyTorch's hook): [memory] events on the
+ * thread that made them, inside the range that was open, host or device. */
+TEST(memory_events_inside_their_range)
+{
+    tally_config c = base_config("mem");
+    CHECK_EQ_INT(tally_start(&c), 0);
+    TALLY_PUSH("alloc_op", TALLY_OPERATOR);
+    tally__record_memory(0x1000, 4096, -1, 0, 4096, 8192);
+    tally__record_memory(0x2000, 512, 0, 0, 512, 2048);
+    tally__record_memory(0x1000, -4096, -1, 0, 0, 8192);
+    TALLY_POP();
+    CHECK_EQ_INT(tally_stop(), 0);
+    tl_trace t;
+    CHECK_EQ_INT(load(&t, last_path), 0);
+    const tl_event *op = find(&t, "alloc_op", 0);
+    CHECK(op != NULL);
+    int64_t want[3] = {4096, 512, -4096};
+    int k = 0;
+    for (size_t i = 0; i < t.nev && op; i++) {
+        const tl_event *e = &t.ev[i];
+        if (e->cat != TL_CAT_MEMORY)
+            continue;
+        CHECK_STR(tl_str(&t.strings, e->name), "[memory]");
+        CHECK(k < 3 && e->value == want[k]);
+        CHECK_EQ_INT((e->flags & TL_EV_MEM_DEVICE) != 0, k == 1);
+        CHECK(e->track == op->track && e->ts >= op->ts && e->ts <= op->ts + op->dur);
+        k++;
+    }
+    CHECK_EQ_INT(k, 3);
+    tl_trace_free(&t);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/tally-test-record-%d", (int)getpid());
@@ -387,6 +419,7 @@ int main(void)
     RUN(dynamic_marks_counters_begin_end);
     RUN(collector_interface);
     RUN(repeated_arguments_written_once);
+    RUN(memory_events_inside_their_range);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0)
