@@ -314,11 +314,23 @@ static inline uint64_t arg_key(const char *s, size_t n)
     return h | 1;
 }
 
-/* A push with optional copied name (name != NULL: id 0 + STR NAME) and copied arg. An argument
- * this thread already wrote into the window's file is written as an ARGREF to it; a new one as
- * VALUE(key) + STR ARG, which defines the key for the whole file. */
-static void push_full(const tally_srcloc *loc, const char *name, size_t nlen, uint32_t cat,
-                      const char *arg, size_t alen)
+/* The thread's cache entry for argument key (emptied when a new window, a new file, began). */
+static inline uint64_t *arg_slot(tally__tstate *ts, uint64_t key)
+{
+    uint32_t ep = atomic_load_explicit(&tally__sess.epoch, RLX);
+    if (TALLY__UNLIKELY(ts->arg_epoch != ep)) {
+        memset(ts->arg_seen, 0, sizeof ts->arg_seen);
+        ts->arg_epoch = ep;
+    }
+    return &ts->arg_seen[key % TALLY__ARG_CACHE];
+}
+
+/* A push with optional copied name (name != NULL: id 0 + STR NAME) and an argument: one this
+ * thread already wrote into the window's file under key is written as an ARGREF to it (arg may
+ * then be NULL); a new one as VALUE(key) + STR ARG, which defines the key for the whole file.
+ * key 0: the argument's own hash. */
+static void push_keyed(const tally_srcloc *loc, const char *name, size_t nlen, uint32_t cat,
+                       uint64_t key, const char *arg, size_t alen)
 {
     uint64_t t = tally__ticks();
     tally__tstate *ts = self_state();
@@ -326,29 +338,30 @@ static void push_full(const tally_srcloc *loc, const char *name, size_t nlen, ui
         return;
     nlen = name ? cut_len(name, nlen) : 0;
     alen = arg ? cut_len(arg, alen) : 0;
-    uint64_t key = 0, *seen = NULL;
+    uint64_t *seen = NULL;
     int known = 0;
-    if (arg) {
-        uint32_t ep = atomic_load_explicit(&tally__sess.epoch, RLX);
-        if (TALLY__UNLIKELY(ts->arg_epoch != ep)) { /* a new window, a new file */
-            memset(ts->arg_seen, 0, sizeof ts->arg_seen);
-            ts->arg_epoch = ep;
-        }
-        key = arg_key(arg, alen);
-        seen = &ts->arg_seen[key % TALLY__ARG_CACHE];
+    if (arg || key) {
+        if (!key)
+            key = arg_key(arg, alen);
+        seen = arg_slot(ts, key);
         known = *seen == key;
+        if (!known && !arg) { /* a reference to what this file does not hold: no argument */
+            seen = NULL;
+            key = 0;
+        }
     }
+    int has_arg = seen != NULL;
     uint32_t n =
-        1 + (name ? 1 + str_slots(nlen) : 0) + (arg ? (known ? 1 : 2 + str_slots(alen)) : 0);
+        1 + (name ? 1 + str_slots(nlen) : 0) + (has_arg ? (known ? 1 : 2 + str_slots(alen)) : 0);
     tally__rec *p = claim(ts, n);
     if (p) {
         if (name)
             p = put_str(p, TALLY__STR_NAME, cat, name, nlen);
-        if (arg && known) {
+        if (has_arg && known) {
             p->w0 = TALLY__REC(TALLY__R_ARGREF, 0);
             p->w1 = key;
             p++;
-        } else if (arg) {
+        } else if (has_arg) {
             p->w0 = TALLY__REC(TALLY__R_VALUE, 0);
             p->w1 = key;
             p = put_str(p + 1, TALLY__STR_ARG, 0, arg, alen);
@@ -368,7 +381,7 @@ TALLY_API void tally_push_arg(const tally_srcloc *loc, const char *arg)
         !off_push(g, g == TALLY__GATE_TIMER && loc ? loc->category : 0))
         return;
     int saved = errno;
-    push_full(loc, NULL, 0, 0, arg, arg ? strlen(arg) : 0);
+    push_keyed(loc, NULL, 0, 0, 0, arg, arg ? strlen(arg) : 0);
     errno = saved;
 }
 
@@ -380,7 +393,24 @@ TALLY_API void tally_push_dynamic(const char *name, uint32_t category, const cha
     int saved = errno;
     if (!name)
         name = "";
-    push_full(NULL, name, strlen(name), category, arg, arg ? strlen(arg) : 0);
+    push_keyed(NULL, name, strlen(name), category, 0, arg, arg ? strlen(arg) : 0);
+    errno = saved;
+}
+
+int tally__arg_seen(uint64_t key)
+{
+    tally__tstate *ts = tally__self;
+    return ts && key && *arg_slot(ts, key) == key;
+}
+
+void tally__push_argkey(const tally_srcloc *loc, uint64_t key, const char *arg, size_t len)
+{
+    int g = GATE();
+    if (TALLY__UNLIKELY(g != TALLY__GATE_ON) &&
+        !off_push(g, g == TALLY__GATE_TIMER && loc ? loc->category : 0))
+        return;
+    int saved = errno;
+    push_keyed(loc, NULL, 0, 0, key | 1, arg, len);
     errno = saved;
 }
 
@@ -390,7 +420,7 @@ void tally__push_copy(const char *name, size_t len, uint32_t cat, const char *ar
     if (TALLY__UNLIKELY(g != TALLY__GATE_ON) && !off_push(g, cat))
         return;
     int saved = errno;
-    push_full(NULL, name ? name : "", name ? len : 0, cat, arg, arg_len);
+    push_keyed(NULL, name ? name : "", name ? len : 0, cat, 0, arg, arg_len);
     errno = saved;
 }
 
