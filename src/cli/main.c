@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "record/env_check.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -43,7 +44,11 @@ static void usage(FILE *f)
 
 static int close_stdout(int status)
 {
+#ifdef TALLY_CLI_IN_MODULE /* python3 -m tally: the interpreter owns standard output, not us */
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+#else
     if (fflush(stdout) != 0 || ferror(stdout) || fclose(stdout) != 0) {
+#endif
         if (errno == EPIPE)
             return status;
         fprintf(stderr, "tally: error writing output: %s\n", strerror(errno));
@@ -96,6 +101,15 @@ const char *cli_libtally_path(void)
 #define TALLY_BIN_TO_LIB "../lib"
 #endif
     static char path[PATH_MAX + 64];
+#ifdef TALLY_CLI_IN_MODULE
+    /* python3 -m tally: this code lives in the Python module tally._tally, which holds the
+     * recorder and the injection entry points too: inject the module itself. */
+    Dl_info info;
+    if (dladdr((void *)cli_libtally_path, &info) && info.dli_fname &&
+        realpath(info.dli_fname, path))
+        return path;
+    return NULL;
+#endif
     char self[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     if (n > 0) {

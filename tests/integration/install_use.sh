@@ -4,7 +4,8 @@
 # the CMake package; a program outside the source tree built against that copy with pkg-config and
 # with find_package(tally), each shared and static, records ranges and steps into a .tally file
 # that the installed `tally report` reads; the installed library finds the installed `tally` for
-# its JSON export, and the installed `tally run` finds the installed libtally.
+# its JSON export, and the installed `tally run` finds the installed libtally. A build with the
+# Python package installs it too, importable from the prefix.
 set -euo pipefail
 : "${BUILD:?}" "${SRC:?}"
 fail() { echo "install_use: $*" >&2; exit 1; }
@@ -39,6 +40,19 @@ want=$(printf '%s\n' bin/tally include/tally.h "$L/libtally.a" "$L/libtally.so" 
     "$L/cmake/tally/tallyConfig.cmake" "$L/cmake/tally/tallyConfigVersion.cmake" \
     "$L/cmake/tally/tallyTargets.cmake" | sort)
 have=$(cd "$P" && find . ! -type d | sed 's|^\./||' | grep -v '^'"$L"'/cmake/tally/tallyTargets-.*\.cmake$' | sort)
+# The Python package, when this build has it: under the prefix in TALLY_PYTHON_INSTALL_DIR, and
+# importable from there by the build's interpreter. The rest is the library's set.
+PYDIR=$(cache TALLY_PYTHON_INSTALL_DIR)
+if [ -n "$PYDIR" ] && [ -d "$P/$PYDIR/tally" ]; then
+    py=$(grep "^$PYDIR/" <<< "$have")
+    grep -q "^$PYDIR/tally/__init__.py$" <<< "$py" && grep -q "^$PYDIR/tally/_tally\..*\.so$" <<< "$py" ||
+        fail "the Python package is incomplete: $py"
+    PY=$(cache _Python3_EXECUTABLE)
+    got=$(cd "$W" && PYTHONPATH="$P/$PYDIR" "$PY" -c 'import tally; print(tally.__file__)') ||
+        fail "the installed Python package cannot be imported"
+    [ "$got" = "$P/$PYDIR/tally/__init__.py" ] || fail "imported $got, not the installed package"
+    have=$(grep -v "^$PYDIR/" <<< "$have")
+fi
 [ "$have" = "$want" ] || fail "installed files differ from the expected set:
 $(diff <(echo "$want") <(echo "$have") || true)"
 [ "$so" = "libtally.so.$ver" ] || fail "libtally.so.$ver expected, found $so"

@@ -1,0 +1,36 @@
+"""tally: where the time of a deep-learning program goes, recorded from Python.
+
+    import tally
+
+    with tally.profile(schedule=tally.schedule(wait=1, warmup=1, active=3)) as p:
+        for batch in loader:
+            with tally.range("forward", "forward"):
+                loss = model(batch)
+            p.step(len(batch))
+    print(p.report())
+
+Ranges (`tally.range`, `push`/`pop`, `mark`, `counter`) cost well under a microsecond, and next
+to nothing outside the recorded window; PyTorch's operators are recorded too when torch is
+imported (the tally._torch shim). `tally.load(path)` reads any trace the `tally` command reads
+(its own .tally files, PyTorch's and Paddle's JSON) and gives the same report and tables.
+`python3 -m tally ARGS` is the `tally` command. docs/python.md has the whole API.
+"""
+
+from ._tally import CATEGORIES, TallyError, __version__, counter, mark, pop, push, range
+from ._profile import Schedule, Trace, Window, load, profile, schedule
+
+__all__ = [
+    "CATEGORIES",
+    "Schedule",
+    "TallyError",
+    "Trace",
+    "Window",
+    "counter",
+    "load",
+    "mark",
+    "pop",
+    "profile",
+    "push",
+    "range",
+    "schedule",
+]
