@@ -370,8 +370,13 @@ class profile:
                              "step inside its `with` block)")
         if num_samples is not None:
             samples = num_samples
-        _tally.step(samples)
-        self.step_num += 1
+        samples = operator.index(samples)  # numpy and torch integers too
+        if samples < 0:
+            raise ValueError(f"tally.profile.step(): samples must be >= 0, got {samples}")
+        try:
+            _tally.step(samples)  # raises what on_trace_ready raised, the step being closed
+        finally:
+            self.step_num += 1
 
     def stop(self):
         """Stop the session: the last window's file is closed and on_trace_ready runs. Stopping

@@ -40,11 +40,9 @@
 #include <Python.h>
 #include <structmember.h>
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include <tally.h>
 
@@ -95,11 +93,11 @@ static int category_of(PyObject *o)
  */
 
 typedef struct {
-    PyObject_HEAD const tally_srcloc
-        *loc;         /* interned: lives as long as the process; NULL: not interned */
-    PyObject *name;   /* the str */
-    PyObject *enter;  /* __enter__ bound to this object, made once (see the top) */
-    const char *utf8; /* name's bytes (owned by name), for the copied form */
+    PyObject ob_base;        /* PyObject_HEAD */
+    const tally_srcloc *loc; /* interned: lives as long as the process; NULL: not interned */
+    PyObject *name;          /* the str */
+    PyObject *enter;         /* interned: __enter__ bound to it, made once (see the top) */
+    const char *utf8;        /* name's bytes (owned by name), for the copied form */
     Py_ssize_t len;
     int category;
 } RangeObject;
@@ -174,8 +172,9 @@ static PyObject *range_new_site(PyObject *name, int c, int intern)
         loc->category = (uint32_t)c;
         r->loc = loc;
     }
-    r->enter = PyCFunction_New(&range_enter_def, (PyObject *)r);
-    if (!r->enter) {
+    /* an interned range lives for good: its __enter__ is bound once (a reference cycle that
+     * is never collected, on purpose); the others bind it at each `with` */
+    if (intern && !(r->enter = PyCFunction_New(&range_enter_def, (PyObject *)r))) {
         Py_DECREF(r);
         return NULL;
     }
@@ -322,7 +321,8 @@ static PyObject *py_counter(PyObject *mod, PyObject *const *args, Py_ssize_t nar
 /* ---- decorated functions ------------------------------------------------------------------- */
 
 typedef struct {
-    PyObject_HEAD PyObject *range; /* the RangeObject */
+    PyObject ob_base; /* PyObject_HEAD */
+    PyObject *range;  /* the RangeObject */
     PyObject *func;
     PyObject *dict; /* __name__, __doc__, __wrapped__ ... (functools.update_wrapper) */
     vectorcallfunc vectorcall;
@@ -523,7 +523,7 @@ static PyTypeObject RangeType = {
 /* The __enter__ descriptor: `with` binds it to a Range; it hands back that Range's method
  * object made at creation, so entering allocates nothing. */
 typedef struct {
-    PyObject_HEAD
+    PyObject ob_base; /* PyObject_HEAD: the descriptor has no state */
 } EnterDescrObject;
 
 static PyObject *enter_descr_get(PyObject *self, PyObject *obj, PyObject *type)
@@ -534,8 +534,25 @@ static PyObject *enter_descr_get(PyObject *self, PyObject *obj, PyObject *type)
         return self;
     }
     PyObject *m = ((RangeObject *)obj)->enter;
+    if (!m)
+        return PyCFunction_New(&range_enter_def, obj);
     Py_INCREF(m);
     return m;
+}
+
+/* Range.__enter__(r), as contextlib.ExitStack calls it: the descriptor got from the type. */
+static PyObject *enter_descr_call(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    PyObject *r;
+    if ((kw && PyDict_GET_SIZE(kw)) || !PyArg_UnpackTuple(args, "__enter__", 1, 1, &r))
+        return NULL;
+    if (!PyObject_TypeCheck(r, &RangeType)) {
+        PyErr_Format(PyExc_TypeError, "__enter__ needs a tally range, not %.100s",
+                     Py_TYPE(r)->tp_name);
+        return NULL;
+    }
+    return range_enter(r, NULL);
 }
 
 static PyTypeObject EnterDescrType = {
@@ -543,6 +560,7 @@ static PyTypeObject EnterDescrType = {
     .tp_basicsize = sizeof(EnterDescrObject),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_descr_get = enter_descr_get,
+    .tp_call = enter_descr_call,
 };
 
 /* ---- the session ------------------------------------------------------------------------------
@@ -755,7 +773,8 @@ static PyObject *py_python_gone(PyObject *mod, PyObject *unused)
 /* ---- Trace: any trace file, its report and its tables ------------------------------------- */
 
 typedef struct {
-    PyObject_HEAD tl_trace t;
+    PyObject ob_base; /* PyObject_HEAD */
+    tl_trace t;
     char *path; /* t.path points here */
     int loaded;
 } TraceObject;
@@ -785,6 +804,9 @@ static int trace_init(PyObject *op, PyObject *args, PyObject *kw)
         PyErr_SetString(TallyError, "Trace is already loaded");
         return -1;
     }
+    free(self->path); /* a second __init__ after a failed one starts afresh */
+    tl_trace_free(&self->t);
+    tl_trace_init(&self->t);
     self->path = strdup(PyBytes_AS_STRING(bytes));
     Py_DECREF(bytes);
     if (!self->path) {
@@ -792,14 +814,14 @@ static int trace_init(PyObject *op, PyObject *args, PyObject *kw)
         return -1;
     }
     tl_error err = {{0}};
-    int rc;
-    Py_BEGIN_ALLOW_THREADS rc = tl_load(&self->t, self->path, 0, &err);
+    PyThreadState *ts = PyEval_SaveThread(); /* a big trace takes seconds: let others run */
+    int rc = tl_load(&self->t, self->path, 0, &err);
     if (rc == 0 && !self->t.finished && tl_trace_finish(&self->t) != 0) {
         tl_error_setc(&err, TL_ERR_NOMEM, "%s: out of memory", self->path);
         rc = -1;
     }
-    Py_END_ALLOW_THREADS if (rc != 0)
-    {
+    PyEval_RestoreThread(ts);
+    if (rc != 0) {
         PyErr_SetString(TallyError, err.msg[0] ? err.msg : "cannot read the trace");
         return -1;
     }
@@ -895,8 +917,10 @@ static PyObject *trace_report(PyObject *op, PyObject *args, PyObject *kw)
         return NULL;
     tl_error err = {{0}};
     int rc;
-    Py_BEGIN_ALLOW_THREADS rc = tl_report_write(m.f, &self->t, &o, &err);
-    Py_END_ALLOW_THREADS PyObject *s = membuf_str(&m);
+    PyThreadState *ts = PyEval_SaveThread();
+    rc = tl_report_write(m.f, &self->t, &o, &err);
+    PyEval_RestoreThread(ts);
+    PyObject *s = membuf_str(&m);
     if (rc != 0) {
         Py_XDECREF(s);
         PyErr_SetString(TallyError, err.msg[0] ? err.msg : "the report failed");
@@ -953,19 +977,18 @@ static PyObject *trace_tables_json(PyObject *op, PyObject *args, PyObject *kw)
         return NULL;
     tl_error err = {{0}};
     int rc;
-    Py_BEGIN_ALLOW_THREADS if (d)
-    {
+    PyThreadState *ts = PyEval_SaveThread();
+    if (d) {
         rc = write_view_json(m.f, &self->t, d, &vo, &err);
-    }
-    else
-    {
+    } else {
         tl_report_opts o;
         memset(&o, 0, sizeof o);
         o.vo = vo;
         o.fmt = TL_FMT_JSON;
         rc = tl_report_write(m.f, &self->t, &o, &err);
     }
-    Py_END_ALLOW_THREADS PyObject *s = membuf_str(&m);
+    PyEval_RestoreThread(ts);
+    PyObject *s = membuf_str(&m);
     if (rc != 0) {
         Py_XDECREF(s);
         PyErr_SetString(TallyError, err.msg[0] ? err.msg : "the view failed");
@@ -1083,11 +1106,12 @@ static PyObject *py_cli(PyObject *mod, PyObject *arg)
     }
     PyObject *res = NULL;
     if (ok) {
-        int rc;
-        Py_BEGIN_ALLOW_THREADS rc = tally_cli_main((int)n, argv);
+        PyThreadState *ts = PyEval_SaveThread(); /* tally run and tally demo take a while */
+        int rc = tally_cli_main((int)n, argv);
         fflush(stdout);
         fflush(stderr);
-        Py_END_ALLOW_THREADS res = PyLong_FromLong(rc);
+        PyEval_RestoreThread(ts);
+        res = PyLong_FromLong(rc);
     } else if (!PyErr_Occurred()) {
         PyErr_NoMemory();
     }

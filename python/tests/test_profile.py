@@ -291,3 +291,19 @@ def test_torch_true_requires_torch(tmp_path, monkeypatch):
     with pytest.raises(ImportError, match="torch=True"):
         quiet_profile(tmp_path, torch=True).start()
     assert not tally.profile(output_dir=tmp_path).running
+
+
+def test_step_takes_integer_samples(tmp_path):
+    class Index:
+        def __index__(self):
+            return 7
+
+    with quiet_profile(tmp_path) as p:
+        p.step(Index())
+        p.step(num_samples=3)
+        with pytest.raises(ValueError, match=">= 0"):
+            p.step(-1)
+        with pytest.raises(TypeError):
+            p.step(1.5)
+    assert p.step_num == 2
+    assert [r["samples"] for r in p.table("perf_ips")] == [10]

@@ -1,12 +1,13 @@
 """tally.range, push/pop, mark, counter: what a program records from Python, read back from the
 written trace."""
 
+import textwrap
 import threading
 
 import pytest
 
 import tally
-from helpers import calls, events, quiet_profile, spans
+from helpers import calls, events, quiet_profile, run_python, spans
 
 
 def test_range_is_a_context_manager_and_ranges_nest(tmp_path):
@@ -190,3 +191,58 @@ def test_ranges_outside_a_profile_do_nothing_harmful(tmp_path):
             pass
     c = calls(p.windows[-1].load())
     assert "listened" in c and "nobody listens" not in c
+
+
+def test_names_past_the_interning_cap_are_copied(tmp_path):
+    # in a child: the cap is per process, and this test fills it
+    prog = tmp_path / "many_names.py"
+    prog.write_text(textwrap.dedent("""
+        import sys, tally
+        from tally import _tally
+        for i in range(_tally.MAX_SITES):
+            tally.range(f"name {i}")
+        late = tally.range("late name", "forward")
+        assert late is not tally.range("late name", "forward")  # not interned any more
+        with tally.profile(output_dir=sys.argv[1], torch=False,
+                           on_trace_ready=lambda w: print(w.path)) as p:
+            for _ in range(3):
+                with tally.range("late name", "forward"):
+                    pass
+                with tally.range("name 7"):  # interned before the cap
+                    pass
+            tally.mark("late mark")
+    """))
+    p = run_python([str(prog), str(tmp_path / "out")], check=True)
+    t = tally.load(p.stdout.split()[-1])
+    c = calls(t)
+    assert c["late name"] == 3 and c["name 7"] == 3
+    assert {r["name"]: r["calls"] for r in t.table("model")}["Forward"] == 3
+
+
+class Str(str):
+    pass
+
+
+def test_a_str_subclass_names_a_range(tmp_path):
+    with quiet_profile(tmp_path) as p:
+        for i in range(4):
+            with tally.range(Str(f"sub{i % 2}")):
+                pass
+    c = calls(p.windows[-1].load())
+    assert c["sub0"] == 2 and c["sub1"] == 2
+
+
+def test_a_range_in_an_exit_stack(tmp_path):
+    import contextlib
+
+    with quiet_profile(tmp_path) as p:
+        with contextlib.ExitStack() as stack:
+            r = stack.enter_context(tally.range("stacked"))
+            assert r is tally.range("stacked")
+            with tally.range("inside"):
+                pass
+        r.__enter__()
+        r.__exit__(None, None, None)
+    c = calls(p.windows[-1].load())
+    assert c["stacked"] == 2 and c["inside"] == 1
+    assert p.stats()["bad_pops"] == 0
