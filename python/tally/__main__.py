@@ -6,6 +6,7 @@ be a Python program (`python3 -m tally run -- python3 train.py`); for other prog
 `tally` binary.
 """
 
+import signal
 import sys
 
 from . import _tally
@@ -19,4 +20,9 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    # the signals Python ignores at start-up, back to their defaults, as the tally binary (and
+    # the programs `tally run` starts, which inherit them) has them
+    for name in ("SIGPIPE", "SIGXFSZ"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), signal.SIG_DFL)
     sys.exit(main())

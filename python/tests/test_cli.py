@@ -61,3 +61,11 @@ def test_run_injects_the_module_itself(tmp_path):
             'echo "injected: $NVTX_INJECTION64_PATH"', check=True)
     module = os.path.realpath(tally._tally.__file__)
     assert f"injected: {module}\n" in p.stdout
+
+
+def test_run_gives_the_program_default_signals(tmp_path):
+    # Python ignores SIGPIPE; the program that `python3 -m tally run` starts must not inherit that
+    p = cli("run", "--no-gpu", "-o", tmp_path, "--", "/bin/sh", "-c",
+            "grep -E '^SigIgn' /proc/self/status", check=True)
+    ignored = int(p.stdout.split()[-1], 16)
+    assert not ignored & (1 << (13 - 1)), "SIGPIPE is ignored"
