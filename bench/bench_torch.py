@@ -8,6 +8,9 @@ that the machine's load hits them alike), and the medians over the repetitions a
   plain                 no profiler
   tally                 tally.profile(torch=True, record_shapes=True)
   tally, no shapes      tally.profile(torch=True)
+  hooks only            tally's callbacks registered with input shapes, recording nothing: what
+                        PyTorch's RecordFunction machinery alone costs (the floor of any
+                        profiler built on it, torch.profiler included)
   torch.profiler        torch.profiler.profile(activities=[CPU], record_shapes=True)
   torch, no shapes      the same without record_shapes
 
@@ -27,6 +30,7 @@ import torch
 
 sys.path.insert(0, os.environ.get("TALLY_PYTHONPATH", ""))
 import tally  # noqa: E402
+import tally._torch  # noqa: E402
 
 
 def main():
@@ -60,13 +64,18 @@ def main():
         return statistics.median(ts)
 
     out = tempfile.mkdtemp(prefix="tally-bench-torch-")
-    modes = ["plain", "tally", "tally, no shapes", "torch.profiler", "torch, no shapes"]
+    modes = ["plain", "tally", "tally, no shapes", "hooks only", "torch.profiler",
+             "torch, no shapes"]
     res = {m: [] for m in modes}
     for _ in range(a.reps):
         res["plain"].append(timed())
         for shapes, m in ((True, "tally"), (False, "tally, no shapes")):
-            with tally.profile(output_dir=out, torch=True, record_shapes=shapes):
+            with tally.profile(output_dir=out, torch=True, record_shapes=shapes,
+                               on_trace_ready=lambda w: None):
                 res[m].append(timed())
+        tally._torch.enable(record_shapes=True, dry_run=True)
+        res["hooks only"].append(timed())
+        tally._torch.disable()
         for shapes, m in ((True, "torch.profiler"), (False, "torch, no shapes")):
             with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
                                         record_shapes=shapes):
@@ -90,6 +99,9 @@ def main():
     t, p_ = med["tally"] - base, med["torch.profiler"] - base
     print("  tally adds %.2fx what torch.profiler adds (record_shapes=True; target <= 0.3)"
           % (t / p_ if p_ > 0 else float("nan")))
+    h = med["hooks only"] - base
+    print("  PyTorch's hooks alone add %.2fx what torch.profiler adds; tally's own recording "
+          "%.0f ns an operator" % (h / p_ if p_ > 0 else float("nan"), (t - h) * 1e6 / ops))
     tn, pn = med["tally, no shapes"] - base, med["torch, no shapes"] - base
     print("  without shapes: %.2fx" % (tn / pn if pn > 0 else float("nan")))
 

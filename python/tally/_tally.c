@@ -1206,7 +1206,7 @@ PyMODINIT_FUNC PyInit__tally(void)
     g_capi.pop = tally_pop;
     g_capi.memory = tally__record_memory;
     g_capi.thread_name = tally_thread_name;
-    g_capi.arg_seen = tally__arg_seen;
+    g_capi.push_argref = tally__push_argref;
     g_capi.push_argkey = tally__push_argkey;
     PyObject *capsule = PyCapsule_New(&g_capi, TALLY_CAPI_CAPSULE, NULL);
     Py_INCREF(TallyError);

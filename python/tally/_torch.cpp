@@ -17,7 +17,9 @@
  * found again through a small per-thread cache keyed by the name's address (checked against the
  * text, since names of autograd nodes and labels are std::strings whose buffers are reused).
  *
- *   tally._torch.enable(record_shapes, profile_memory)   at tally.profile's start
+ *   tally._torch.enable(record_shapes, profile_memory)   at tally.profile's start (dry_run=True:
+ *                                                        hooked in, recording nothing: the floor
+ *                                                        that PyTorch's machinery sets)
  *   tally._torch.disable()                               at its stop
  */
 #define PY_SSIZE_T_CLEAN
@@ -37,12 +39,17 @@ extern "C" {
 #include "capi.h"
 }
 
+/* The module's thread-locals without a call to __tls_get_addr each time (the module is loaded
+ * with the interpreter's modules, which leaves room in the static TLS block). */
+#define TLS_MODEL __attribute__((tls_model("initial-exec")))
+
 namespace {
 
 const tally_capi *api;
 std::mutex lock; /* enable/disable and the name table */
 bool enabled;
 bool shapes;
+bool dry; /* callbacks registered, nothing recorded: what PyTorch's machinery alone costs */
 at::CallbackHandle handle;
 
 /* ---- names ------------------------------------------------------------------------------------ */
@@ -89,21 +96,52 @@ const tally_srcloc *intern(const char *name, uint32_t category)
     return &s->loc;
 }
 
-/* The call site of name: a per-thread cache in front of the table. */
+/* A thread's caches, made at its first operator (and kept until the process ends: a thread
+ * that runs operators is rarely short-lived). Only the pointer is thread-local, so that the
+ * static TLS block, which is small, has room for it. */
+struct Entry {
+    const char *ptr;
+    const tally_srcloc *loc;
+    uint64_t hash;
+    uint8_t scope;
+};
+struct ThreadCaches {
+    Entry by_ptr[256];
+    Entry by_text[1024];
+    char shapes[4096];
+};
+thread_local ThreadCaches *caches TLS_MODEL;
+
+inline ThreadCaches &my_caches()
+{
+    if (__builtin_expect(!caches, 0))
+        caches = new ThreadCaches();
+    return *caches;
+}
+
+/* The call site of name, through two per-thread caches in front of the table: by the name's
+ * address (an operator's name lives in its schema: the same address at every call), then by a
+ * hash of its text (autograd nodes and labels build their names anew at each call). */
 const tally_srcloc *site_of(const char *name, at::RecordScope scope)
 {
-    struct Entry {
-        const char *ptr;
-        const tally_srcloc *loc;
-        uint8_t scope;
-    };
-    static thread_local Entry cache[256];
-    Entry &e = cache[(reinterpret_cast<uintptr_t>(name) >> 3) & 255];
-    if (e.ptr == name && e.scope == static_cast<uint8_t>(scope) &&
-        std::strcmp(e.loc->name, name) == 0)
+    ThreadCaches &c = my_caches();
+    Entry *by_ptr = c.by_ptr, *by_text = c.by_text;
+    uint8_t sc = static_cast<uint8_t>(scope);
+    Entry &e = by_ptr[(reinterpret_cast<uintptr_t>(name) >> 3) & 255];
+    if (e.ptr == name && e.scope == sc && std::strcmp(e.loc->name, name) == 0)
         return e.loc;
-    const tally_srcloc *loc = intern(name, category_of(name, scope));
-    e = Entry{name, loc, static_cast<uint8_t>(scope)};
+    uint64_t h = UINT64_C(0xcbf29ce484222325); /* FNV-1a */
+    for (const char *c = name; *c; c++)
+        h = (h ^ static_cast<unsigned char>(*c)) * UINT64_C(0x100000001b3);
+    Entry &t = by_text[h & 1023];
+    const tally_srcloc *loc;
+    if (t.loc && t.hash == h && t.scope == sc && std::strcmp(t.loc->name, name) == 0) {
+        loc = t.loc;
+    } else {
+        loc = intern(name, category_of(name, scope));
+        t = Entry{nullptr, loc, h, sc};
+    }
+    e = Entry{name, loc, h, sc};
     return loc;
 }
 
@@ -174,16 +212,14 @@ size_t input_shapes(const at::RecordFunction &fn, char *out, size_t cap)
 
 std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction &fn)
 {
-    if (*api->gate != 1) /* outside the active window */
+    if (*api->gate != 1 || dry) /* outside the active window */
         return nullptr;
     const tally_srcloc *loc = site_of(fn.name(), fn.scope());
     if (shapes && fn.needsInputs()) {
         uint64_t key = shapes_key(fn);
-        if (api->arg_seen(key)) {
-            api->push_argkey(loc, key, nullptr, 0);
-        } else {
-            static thread_local char buf[4096];
-            size_t len = input_shapes(fn, buf, sizeof buf);
+        if (!api->push_argref(loc, key)) { /* the first time in this file: the string */
+            char *buf = my_caches().shapes;
+            size_t len = input_shapes(fn, buf, sizeof my_caches().shapes);
             api->push_argkey(loc, key, buf, len);
         }
     } else {
@@ -196,7 +232,7 @@ void on_end(const at::RecordFunction &, at::ObserverContext *)
 {
     /* a range that started outside the window ends here as a straddler: the recorder ignores
      * a pop with nothing open on its thread at the window's start */
-    if (*api->gate == 1)
+    if (*api->gate == 1 && !dry)
         api->pop();
 }
 
@@ -223,10 +259,10 @@ bool memory_pushed;
 
 PyObject *enable(PyObject *, PyObject *args, PyObject *kw)
 {
-    static const char *names[] = {"record_shapes", "profile_memory", nullptr};
-    int rec_shapes = 0, memory = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|pp:enable", const_cast<char **>(names),
-                                     &rec_shapes, &memory))
+    static const char *names[] = {"record_shapes", "profile_memory", "dry_run", nullptr};
+    int rec_shapes = 0, memory = 0, dry_run = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|ppp:enable", const_cast<char **>(names),
+                                     &rec_shapes, &memory, &dry_run))
         return nullptr;
     std::lock_guard<std::mutex> g(lock);
     if (enabled) {
@@ -235,6 +271,7 @@ PyObject *enable(PyObject *, PyObject *args, PyObject *kw)
     }
     try {
         shapes = rec_shapes != 0;
+        dry = dry_run != 0;
         handle = at::addGlobalCallback(
             at::RecordFunctionCallback(on_start, on_end).needsInputs(shapes));
         if (memory) {
@@ -275,8 +312,9 @@ PyObject *disable(PyObject *, PyObject *)
 PyMethodDef methods[] = {
     {"enable", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(enable)),
      METH_VARARGS | METH_KEYWORDS,
-     "enable(record_shapes=False, profile_memory=False): record PyTorch's operators (with their "
-     "input shapes) and allocations into the running tally session"},
+     "enable(record_shapes=False, profile_memory=False, dry_run=False): record PyTorch's "
+     "operators (with their input shapes) and allocations into the running tally session; "
+     "dry_run: hook in but record nothing (what PyTorch's hooks alone cost)"},
     {"disable", disable, METH_NOARGS, "disable(): stop recording PyTorch's operators"},
     {nullptr, nullptr, 0, nullptr}};
 
@@ -292,7 +330,7 @@ PyMODINIT_FUNC PyInit__torch(void)
     if (!api)
         return nullptr;
     if (api->version != TALLY_CAPI_VERSION || api->size != sizeof(tally_capi) ||
-        !api->arg_seen || !api->push_argkey) {
+        !api->push_argref || !api->push_argkey) {
         PyErr_Format(PyExc_ImportError,
                      "tally._torch was built for another tally._tally (C API %u, size %u; "
                      "this one: %u, %u): rebuild the package",

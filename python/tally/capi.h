@@ -39,10 +39,12 @@ typedef struct tally_capi {
     /* name the calling thread in the trace (copied) */
     void (*thread_name)(const char *name);
     /* arguments named by the caller's own key (a hash of what the string would say, so that it
-     * is built only once per file): arg_seen(key) says whether this thread already wrote it into
-     * the open window's file; then push_argkey(loc, key, NULL, 0) refers to it, else pass the
-     * string, which defines key for the file (recorder.h: tally__arg_seen, tally__push_argkey) */
-    int (*arg_seen)(uint64_t key);
+     * is built only once per file): push_argref(loc, key) records the push with a reference and
+     * returns 1 when this thread already wrote that argument into the open window's file (or
+     * nothing is to be recorded); it returns 0, recording nothing, when the file does not hold
+     * it yet, and push_argkey(loc, key, string, length) then records the push and defines key
+     * (recorder.h: tally__push_argref, tally__push_argkey) */
+    int (*push_argref)(const tally_srcloc *loc, uint64_t key);
     void (*push_argkey)(const tally_srcloc *loc, uint64_t key, const char *arg, size_t len);
 } tally_capi;
 

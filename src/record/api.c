@@ -397,10 +397,29 @@ TALLY_API void tally_push_dynamic(const char *name, uint32_t category, const cha
     errno = saved;
 }
 
-int tally__arg_seen(uint64_t key)
+int tally__push_argref(const tally_srcloc *loc, uint64_t key)
 {
-    tally__tstate *ts = tally__self;
-    return ts && key && *arg_slot(ts, key) == key;
+    int g = GATE();
+    if (TALLY__UNLIKELY(g != TALLY__GATE_ON) &&
+        !off_push(g, g == TALLY__GATE_TIMER && loc ? loc->category : 0))
+        return 1;
+    uint64_t t = tally__ticks();
+    tally__tstate *ts = self_state();
+    if (TALLY__UNLIKELY(!ts))
+        return 1;
+    key |= 1;
+    if (*arg_slot(ts, key) != key)
+        return 0; /* not in this file yet: the caller sends the string */
+    tally__rec *p = claim(ts, 2);
+    if (p) {
+        p[0].w0 = TALLY__REC(TALLY__R_ARGREF, 0);
+        p[0].w1 = key;
+        p[1].w0 = TALLY__REC(TALLY__R_PUSH, t);
+        p[1].w1 = (uint64_t)(uintptr_t)loc;
+        commit(ts, p + 2);
+    }
+    push_done(ts, p != NULL);
+    return 1;
 }
 
 void tally__push_argkey(const tally_srcloc *loc, uint64_t key, const char *arg, size_t len)

@@ -34,7 +34,9 @@
 #define TALLY__MAX_THREADS 4096
 #define TALLY__RING        1024 /* open begin/end handles remembered per thread */
 #define TALLY__TIMER_DEPTH 64
-#define TALLY__ARG_CACHE   512 /* argument strings remembered per thread (by hash) */
+#define TALLY__ARG_CACHE                                                                           \
+    4096 /* argument strings remembered per thread (by key): a step of                             \
+            a transformer has hundreds of distinct input shapes */
 
 /* ---- clock (clock.c) ------------------------------------------------------------------------- */
 

@@ -29,10 +29,11 @@ int tally__start_injected(void);
 void tally__push_copy(const char *name, size_t len, uint32_t cat, const char *arg, size_t arg_len);
 void tally__pop(void);
 /* A push whose argument a caller identifies by its own 64-bit key (a hash of what the string
- * would say, so that it need not be built again): tally__arg_seen(key) says whether this thread
- * already wrote it into the open window's file, in which case tally__push_argkey(loc, key, NULL,
- * 0) refers to it; else pass the string, which defines key for the file. */
-int tally__arg_seen(uint64_t key);
+ * would say, so that it is built once): tally__push_argref records the push with a reference to
+ * the argument when this thread already wrote it into the open window's file, and returns 1
+ * (also when nothing is to be recorded); it returns 0, recording nothing, when the file does not
+ * hold it yet: then tally__push_argkey with the string records the push and defines key. */
+int tally__push_argref(const tally_srcloc *loc, uint64_t key);
 void tally__push_argkey(const tally_srcloc *loc, uint64_t key, const char *arg, size_t len);
 tally_range tally__begin_copy(const char *name, size_t len, uint32_t cat);
 void tally__mark_copy(const char *name, size_t len);
