@@ -52,6 +52,15 @@ def _count(what, name, value):
     return n
 
 
+def _cuda_in_use():
+    """torch is imported and has a CUDA device (without initialising CUDA when it has none)."""
+    torch = sys.modules.get("torch")
+    try:
+        return bool(torch is not None and torch.cuda.is_available())
+    except Exception:  # a broken CUDA install: no GPU activity, the rest goes on
+        return False
+
+
 class Schedule:
     """Which steps a profile records, with torch.profiler.schedule's meaning.
 
@@ -291,6 +300,7 @@ class profile:
         self.windows = []  # every finished Window, in order
         self.step_num = 0  # steps closed since start()
         self.torch_recorded = False  # PyTorch operators are being recorded
+        self.gpu_recorded = False  # CUDA activity is being recorded (CUPTI)
         self._running = False
         self._shim = None
 
@@ -360,6 +370,10 @@ class profile:
                 raise
             self._shim = shim
             self.torch_recorded = True
+            # with CUDA, kernels too: CUPTI's launches carry the correlation id that links each
+            # kernel to the operator that launched it (as torch.profiler's CUDA activity)
+            if not self.timer_only and _cuda_in_use():
+                self.gpu_recorded = _tally.gpu() == 0
         return self
 
     def step(self, samples=0, *, num_samples=None):

@@ -47,6 +47,7 @@
 #include <tally.h>
 
 #include "capi.h"
+#include "collect/collect.h"
 #include "record/recorder.h"
 #include "report/summary.h"
 #include "report/table.h"
@@ -1121,6 +1122,19 @@ static PyObject *py_cli(PyObject *mod, PyObject *arg)
     return res;
 }
 
+/* gpu() -> 0 or a negative tally error: start CUPTI (CUDA kernels, copies, memsets and the
+ * runtime calls that launched them, linked by correlation id) in the running session. Without a
+ * driver or CUPTI, one line on stderr says why, and the session goes on. */
+static PyObject *py_gpu(PyObject *mod, PyObject *unused)
+{
+    (void)mod;
+    (void)unused;
+    PyThreadState *ts = PyEval_SaveThread(); /* CUPTI's start may call back into the recorder */
+    int rc = tally__cupti_start();
+    PyEval_RestoreThread(ts);
+    return PyLong_FromLong(rc);
+}
+
 /* ---- the module ------------------------------------------------------------------------------
  */
 
@@ -1138,6 +1152,8 @@ static PyMethodDef module_methods[] = {
      "counter(name, value): a counter sample"},
     {"start", (PyCFunction)(void (*)(void))py_start, METH_VARARGS | METH_KEYWORDS,
      "start(**settings): start the session (tally_start)"},
+    {"gpu", py_gpu, METH_NOARGS,
+     "gpu(): record CUDA activity through CUPTI in the running session (0, or an error code)"},
     {"step", (PyCFunction)(void (*)(void))py_step, METH_FASTCALL,
      "step(samples=0): close the current step (tally_step)"},
     {"stop", py_stop, METH_NOARGS, "stop() -> 0 or a negative code (tally_stop)"},
