@@ -313,6 +313,32 @@ static inline void tally__zone_end(int *unused)
 #endif /* TALLY_DISABLE */
 
 /* ---------------------------------------------------------------------------------------------
+ * Memory: allocations and frees, with what the memory holds and a dotted path naming it
+ * ("blocks.0.mixer.Wqkv.weight"), from which `tally memory` builds the layout tree. Call them
+ * where your program allocates (or from an allocator hook); PyTorch's allocators are recorded by
+ * tally.profile(profile_memory=True) in Python.
+ */
+typedef enum tally_mem_category {
+    TALLY_MEM_OTHER = 0, /* unknown */
+    TALLY_MEM_PARAMETER,
+    TALLY_MEM_GRADIENT,
+    TALLY_MEM_OPTIMIZER_STATE,
+    TALLY_MEM_ACTIVATION,
+    TALLY_MEM_INPUT,
+    TALLY_MEM_TEMPORARY,
+    TALLY_MEM_CATEGORY_COUNT
+} tally_mem_category;
+
+/* bytes were allocated at ptr on device (-1: host memory), holding category; name (copied; NULL
+ * for none) is a dotted path. An allocation at an address still allocated is counted (and
+ * replaces it). Costs about a range pair. */
+TALLY_API void tally_alloc(const void *ptr, uint64_t bytes, int device, int category,
+                           const char *name);
+/* The allocation at ptr was freed (its size and device are the ones tally_alloc gave). A free
+ * of an address tally_alloc never gave, or gave and saw freed, is counted, not recorded. */
+TALLY_API void tally_free(const void *ptr);
+
+/* ---------------------------------------------------------------------------------------------
  * Session statistics (for tests and tools): what was recorded and what was lost.
  */
 typedef struct tally_stats {
@@ -325,6 +351,8 @@ typedef struct tally_stats {
     uint64_t steps;           /* steps closed */
     uint64_t buffers_written; /* buffers written to the .tally file */
     uint64_t lost;            /* records recorded but not written (the file could not be written) */
+    uint64_t bad_frees;       /* tally_free of an address not allocated through tally_alloc */
+    uint64_t reused_allocs;   /* tally_alloc at an address still allocated */
 } tally_stats;
 
 TALLY_API void tally_get_stats(tally_stats *out);

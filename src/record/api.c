@@ -297,6 +297,16 @@ static size_t cut_len(const char *s, size_t len)
     return len > TALLY__STR_MAX ? TALLY__STR_MAX : len;
 }
 
+/* Room for a STR record of s (cut to TALLY__STR_MAX) and then `extra` slots, the STR written:
+ * returns where the extra slots start, or NULL when the buffer is full (counted by claim). */
+static tally__rec *claim_str(tally__tstate *ts, uint32_t extra, unsigned role, unsigned cat,
+                             const char *s, size_t len)
+{
+    len = cut_len(s, len);
+    tally__rec *p = claim(ts, 1 + extra + str_slots(len));
+    return p ? put_str(p, role, cat, s, len) : NULL;
+}
+
 /* A key for an argument string: 64 bits of a multiply-xorshift hash, never 0. */
 static inline uint64_t arg_key(const char *s, size_t n)
 {
@@ -583,10 +593,8 @@ void tally__mark_copy(const char *name, size_t len)
     if (ts) {
         if (!name)
             name = "", len = 0;
-        len = cut_len(name, len);
-        tally__rec *p = claim(ts, 2 + str_slots(len));
+        tally__rec *p = claim_str(ts, 1, TALLY__STR_NAME, TALLY__CAT_INSTANT, name, len);
         if (p) {
-            p = put_str(p, TALLY__STR_NAME, TALLY__CAT_INSTANT, name, len);
             p->w0 = TALLY__REC(TALLY__R_MARK, t);
             p->w1 = 0;
             commit(ts, p + 1);
@@ -631,9 +639,9 @@ TALLY_API void tally_thread_name(const char *name)
         ts->name[len] = 0;
         tally__spin_unlock(&ts->slow_lock);
         if (GATE() == TALLY__GATE_ON) {
-            tally__rec *p = claim(ts, 1 + str_slots(len));
+            tally__rec *p = claim_str(ts, 0, TALLY__STR_THREAD, 0, name, len);
             if (p)
-                commit(ts, put_str(p, TALLY__STR_THREAD, 0, name, len));
+                commit(ts, p);
         }
     }
     errno = saved;
@@ -715,6 +723,18 @@ void tally__record_api(const tally__api_event *e)
     errno = saved;
 }
 
+/* One MEMORY record (three slots) at p; returns the slot after it. */
+static tally__rec *put_memory(tally__rec *p, uint64_t t, uint64_t ptr, int64_t bytes,
+                              int32_t device, uint32_t category, int64_t total_allocated,
+                              int64_t total_reserved)
+{
+    tally__fmt_memory m = {ptr, device, category, total_allocated, total_reserved};
+    p->w0 = TALLY__REC(TALLY__R_MEMORY, t);
+    p->w1 = (uint64_t)bytes;
+    memcpy(p + 1, &m, sizeof m);
+    return p + 3;
+}
+
 void tally__record_memory(uint64_t ptr, int64_t bytes, int32_t device, uint32_t category,
                           int64_t total_allocated, int64_t total_reserved)
 {
@@ -726,13 +746,26 @@ void tally__record_memory(uint64_t ptr, int64_t bytes, int32_t device, uint32_t 
     if (TALLY__UNLIKELY(!ts))
         return;
     tally__rec *p = claim(ts, 3);
-    if (p) {
-        tally__fmt_memory m = {ptr, device, category, total_allocated, total_reserved};
-        p->w0 = TALLY__REC(TALLY__R_MEMORY, t);
-        p->w1 = (uint64_t)bytes;
-        memcpy(p + 1, &m, sizeof m);
-        commit(ts, p + 3);
+    if (p)
+        commit(ts, put_memory(p, t, ptr, bytes, device, category, total_allocated, total_reserved));
+}
+
+void tally__record_memory_named(uint64_t ptr, int64_t bytes, int32_t device, uint32_t category,
+                                const char *name, size_t name_len)
+{
+    int g = GATE();
+    if (TALLY__UNLIKELY(g != TALLY__GATE_ON) && !off_other(g))
+        return;
+    int saved = errno;
+    uint64_t t = tally__ticks();
+    tally__tstate *ts = self_state();
+    if (ts) {
+        tally__rec *p =
+            claim_str(ts, 3, TALLY__STR_NAME, category & TALLY__MEM_CAT_MASK, name, name_len);
+        if (p)
+            commit(ts, put_memory(p, t, ptr, bytes, device, category, -1, -1));
     }
+    errno = saved;
 }
 
 int64_t tally__now_ns(void)

@@ -164,6 +164,8 @@ typedef struct tally__stats_chunk {
                                (ENOSPC, EFBIG, EIO); absent (0) in files of format 1.0 */
     int32_t io_errno;       /* the system error that stopped writing, 0 = none */
     int32_t pad;
+    uint64_t bad_frees;     /* (1.2) tally_free of an address not allocated (this window) */
+    uint64_t reused_allocs; /* (1.2) tally_alloc at an address still allocated (this window) */
 } tally__stats_chunk;
 
 /* ---- records --------------------------------------------------------------------------------- */
@@ -232,11 +234,19 @@ typedef struct tally__fmt_api {
     uint32_t cat, name_len; /* name follows */
 } tally__fmt_api;
 
-/* Payload of a MEMORY record: an allocation or a free on the recording thread. */
+/* Payload of a MEMORY record: an allocation or a free on the recording thread. Its name, when it
+ * has one (a dotted path), is a STR NAME record right before it. */
+enum {
+    TALLY__MEM_CAT_MASK = 0xff, /* tally_mem_category */
+    TALLY__MEM_LABEL = 1u << 8, /* classifies the live block at ptr; bytes 0; changes no total */
+    TALLY__MEM_LIVE = 1u << 9,  /* allocated before the window began (written when it opened) */
+    TALLY__MEM_NS = 1u << 10    /* the record's 56-bit field is ns on tally's clock, not ticks
+                                   (CUPTI's memory activity) */
+};
 typedef struct tally__fmt_memory {
     uint64_t ptr;            /* the address */
     int32_t device;          /* -1: host memory; else the device index */
-    uint32_t category;       /* what the memory holds: 0 = unknown */
+    uint32_t category;       /* tally_mem_category | TALLY__MEM_* flags */
     int64_t total_allocated; /* the allocator's totals after this event (-1: unknown) */
     int64_t total_reserved;
 } tally__fmt_memory;

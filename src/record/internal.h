@@ -280,6 +280,14 @@ uint64_t tally__open_depth_total(void);
 uint64_t tally__outside_total(void);
 void tally__outside_call(void);
 
+/* ---- tally_alloc's live set (memory.c) ---------------------------------------------------------
+ */
+
+/* One LIVE record per block alive now (a window opens: what was allocated before it). */
+void tally__memory_snapshot(void);
+/* Frees of unknown addresses, allocations at live addresses, since the process began. */
+void tally__memory_counts(uint64_t *bad_frees, uint64_t *reused);
+
 /* ---- the Perf Summary (perf_summary.c) --------------------------------------------------------
  */
 

@@ -71,6 +71,10 @@ void tally__record_api(const tally__api_event *e);
 void tally__record_memory(uint64_t ptr, int64_t bytes, int32_t device, uint32_t category,
                           int64_t total_allocated, int64_t total_reserved);
 
+/* The same with a name (a dotted path; copied) and category flags (TALLY__MEM_LABEL ...). */
+void tally__record_memory_named(uint64_t ptr, int64_t bytes, int32_t device, uint32_t category,
+                                const char *name, size_t name_len);
+
 /* A device's properties, once per device. */
 void tally__record_device_props(int32_t id, const char *name, int64_t memory, int32_t sm_count,
                                 int32_t cc_major, int32_t cc_minor);

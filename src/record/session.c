@@ -59,8 +59,9 @@ static struct {
     int any_step_closed;
     char path[PATH_MAX]; /* the open window's file */
     uint64_t w_bad_pops0, w_bad_ends0, w_steps;
-    uint64_t dropped0, lost0; /* at session start */
-    int io_failed;            /* a window's file could not be written whole */
+    uint64_t w_bad_frees0, w_reused0; /* tally_alloc/free mistakes when the window opened */
+    uint64_t dropped0, lost0;         /* at session start */
+    int io_failed;                    /* a window's file could not be written whole */
 
     /* forked child: the session resumes at the child's first call */
     int resume_window; /* the parent had a window open */
@@ -343,9 +344,11 @@ static void open_window(int64_t step)
     }
     S.w_bad_pops0 = atomic_load(&tally__sess.bad_pops);
     S.w_bad_ends0 = atomic_load(&tally__sess.bad_ends);
+    tally__memory_counts(&S.w_bad_frees0, &S.w_reused0);
     S.w_steps = 0;
     GATE_SET(TALLY__GATE_ON);
     tally__rec_step(TALLY__R_STEP_BEGIN, step, 0, 0);
+    tally__memory_snapshot(); /* what tally_alloc gave before the window and is still live */
 }
 
 /* A finished window whose trace-ready callback runs once the session lock is released (so that
@@ -395,6 +398,9 @@ static void close_window(int64_t last_step, ready_call *out)
     st.calls_outside = tally__outside_total();
     st.unclosed = tally__open_depth_total();
     st.steps = S.w_steps;
+    tally__memory_counts(&st.bad_frees, &st.reused_allocs);
+    st.bad_frees -= S.w_bad_frees0;
+    st.reused_allocs -= S.w_reused0;
     atomic_fetch_add(&tally__sess.unclosed, st.unclosed);
     tally__close_result res;
     int rc = tally__file_close(&st, &res);
@@ -791,4 +797,5 @@ TALLY_API void tally_get_stats(tally_stats *out)
     out->steps = atomic_load(&tally__sess.steps);
     out->buffers_written = atomic_load(&tally__sess.buffers);
     out->lost = lost_total() - S.lost0;
+    tally__memory_counts(&out->bad_frees, &out->reused_allocs);
 }

@@ -290,8 +290,52 @@ void tl_trace_free(tl_trace *t)
     free(t->devices);
     free(t->step_samples);
     free(t->thread_losses);
+    free(t->mem);
     free(t->track_slots_);
     memset(t, 0, sizeof *t);
+}
+
+const char *tl_mem_cat_name(tl_mem_cat c)
+{
+    static const char *const names[TL_MEM_CAT_COUNT] = {
+        "other", "parameter", "gradient", "optimizer_state", "activation", "input", "temporary"};
+    return (unsigned)c < TL_MEM_CAT_COUNT ? names[c] : "other";
+}
+
+tl_memev *tl_trace_add_mem(tl_trace *t)
+{
+    if (t->nmem == t->cap_mem) {
+        size_t nc = t->cap_mem ? t->cap_mem * 2 : 1024;
+        tl_memev *m = realloc(t->mem, nc * sizeof *m);
+        if (!m)
+            return NULL;
+        t->mem = m;
+        t->cap_mem = nc;
+    }
+    tl_memev *m = &t->mem[t->nmem++];
+    memset(m, 0, sizeof *m);
+    m->total_allocated = m->total_reserved = -1;
+    m->device = -1;
+    return m;
+}
+
+/* Memory events in time order; among equal times (a trace in whole microseconds has many), the
+ * order they were added, which is the order they happened on their thread. */
+#define MEM_BEFORE(x, y, ctx) ((void)(ctx), (x)->ts < (y)->ts)
+TL_NATURAL_MERGE_SORT(mem_sort, tl_memev, void *, MEM_BEFORE)
+
+static int sort_mem(tl_trace *t)
+{
+    if (t->nmem < 2)
+        return 0;
+    tl_memev *tmp = malloc(t->nmem * sizeof *tmp);
+    if (!tmp)
+        return -1;
+    tl_memev *r = mem_sort(t->mem, tmp, t->nmem, NULL);
+    if (r == tmp)
+        memcpy(t->mem, tmp, t->nmem * sizeof *tmp);
+    free(tmp);
+    return r ? 0 : -1;
 }
 
 tl_event *tl_trace_add(tl_trace *t)
@@ -762,6 +806,8 @@ int tl_trace_finish(tl_trace *t)
     if (t->nev > (size_t)INT32_MAX)
         return -1;
     if (sort_events(t) != 0 || compute_nesting(t) != 0 || compute_links(t) != 0)
+        return -1;
+    if (sort_mem(t) != 0)
         return -1;
     t->finished = 1;
     return 0;

@@ -60,6 +60,42 @@ typedef enum tl_memcpy_kind {
 
 const char *tl_memcpy_kind_name(tl_memcpy_kind k); /* "HtoD", ... */
 
+/* What a block of memory holds (the tally_mem_category values of tally.h, in the same order). */
+typedef enum tl_mem_cat {
+    TL_MEM_OTHER = 0, /* unknown */
+    TL_MEM_PARAMETER,
+    TL_MEM_GRADIENT,
+    TL_MEM_OPTIMIZER_STATE,
+    TL_MEM_ACTIVATION,
+    TL_MEM_INPUT,
+    TL_MEM_TEMPORARY,
+    TL_MEM_CAT_COUNT
+} tl_mem_cat;
+
+/* "parameter", "gradient", "optimizer_state", "activation", "input", "temporary", "other". */
+const char *tl_mem_cat_name(tl_mem_cat c);
+
+/* One allocation, free or label of memory, in the trace's memory table (t->mem). */
+enum {
+    TL_MEM_LABEL = 1u << 0, /* classifies the live block at addr (bytes 0): it changes no total */
+    TL_MEM_LIVE = 1u << 1,  /* a block already allocated when recording began (bytes > 0) */
+    TL_MEM_UNMATCHED = 1u << 2, /* a free of an address with no live allocation (counted) */
+    TL_MEM_REUSED = 1u << 3     /* an allocation at an address still live (counted) */
+};
+
+typedef struct tl_memev {
+    int64_t ts;              /* ns */
+    int64_t bytes;           /* > 0 allocated, < 0 freed, 0 for a label */
+    uint64_t addr;           /* 0: unknown */
+    int64_t total_allocated; /* the allocator's totals after the event, on its device; -1 unknown */
+    int64_t total_reserved;
+    int32_t device;    /* -1: host memory */
+    uint16_t category; /* tl_mem_cat */
+    uint16_t flags;    /* TL_MEM_* */
+    uint32_t name;     /* string id of a dotted path ("blocks.0.mixer.Wqkv.weight"), 0 = none */
+    uint32_t track;    /* the host thread that made it */
+} tl_memev;
+
 /* Event flags. */
 enum {
     TL_EV_INSTANT = 1u << 0,   /* dur is 0 by nature (mark, memory, counter) */
@@ -183,6 +219,16 @@ typedef struct tl_trace {
     } * thread_losses;
     uint32_t nthread_losses;
 
+    /* Memory: every allocation, free and label, in time order after tl_trace_finish (the events
+     * of category TL_CAT_MEMORY in ev stay, for the ops table's columns); mem_addr_known: the
+     * trace's records carry addresses (a timeline can be followed block by block);
+     * mem_totals_known: they carry the allocator's totals (Kineto's "Total Allocated"). Counts
+     * of bad records: frees of unknown addresses, allocations at live addresses. */
+    tl_memev *mem;
+    size_t nmem, cap_mem;
+    int mem_addr_known, mem_totals_known;
+    uint64_t mem_unmatched_frees, mem_reused;
+
     /* Steps closed by tally_step with their sample counts, in order (tally traces). */
     int64_t *step_samples;
     size_t nsteps_samples;
@@ -222,6 +268,10 @@ uint32_t tl_trace_track(tl_trace *t, tl_track_kind kind, int64_t pid, int64_t ti
  * Every event must be on a kept track. Call before tl_trace_finish. Returns 0, or -1 when out
  * of memory (nothing changes). */
 int tl_trace_keep_tracks(tl_trace *t, const uint8_t *keep, uint32_t n);
+/* Append a memory event to t->mem (zeroed but for totals -1); NULL when out of memory. Readers
+ * append in any order; tl_trace_finish sorts them by time. */
+tl_memev *tl_trace_add_mem(tl_trace *t);
+
 /* Find or add a device by id; returns it. */
 tl_device *tl_trace_device(tl_trace *t, int32_t id);
 

@@ -256,6 +256,8 @@ static void read_stats(tl_tally_dec *d, const unsigned char *p, size_t len)
     d->t->unclosed = s.unclosed;
     d->t->lost = s.lost;
     d->t->io_errno = s.io_errno;
+    d->t->mem_unmatched_frees = s.bad_frees;
+    d->t->mem_reused = s.reused_allocs;
 }
 
 static int loss_cmp(const void *a, const void *b)
@@ -782,14 +784,43 @@ static int decode_run(tl_tally_dec *d, const tl_tally_sink *s, const tl_tally_ru
         case TALLY__R_MEMORY: {
             tally__fmt_memory m;
             memcpy(&m, pl, sizeof m);
-            ev_init(&ev, td->track, to_ns(d, x.w0), TL_CAT_MEMORY);
-            ev.e.name = TL_TALLY_TEXT;
-            ev.name = "[memory]";
-            ev.name_len = 8;
-            ev.e.value = (int64_t)x.w1;
-            ev.e.flags = (uint16_t)(TL_EV_INSTANT | (m.device >= 0 ? TL_EV_MEM_DEVICE : 0));
-            if (emit(d, s, &ev) < 0)
-                return fail_nomem(d, roff);
+            int64_t ns = (m.category & TALLY__MEM_NS)
+                             ? (int64_t)(x.w0 & TALLY__TS_MASK) /* ns already (CUPTI) */
+                             : to_ns(d, x.w0);
+            uint32_t flags = m.category & ~(uint32_t)TALLY__MEM_CAT_MASK;
+            if (!(flags & (TALLY__MEM_LABEL | TALLY__MEM_LIVE))) {
+                /* an allocation or a free: an event of the thread, for the ops table */
+                ev_init(&ev, td->track, ns, TL_CAT_MEMORY);
+                ev.e.name = TL_TALLY_TEXT;
+                ev.name = "[memory]";
+                ev.name_len = 8;
+                ev.e.value = (int64_t)x.w1;
+                ev.e.flags = (uint16_t)(TL_EV_INSTANT | (m.device >= 0 ? TL_EV_MEM_DEVICE : 0));
+                if (emit(d, s, &ev) < 0)
+                    return fail_nomem(d, roff);
+            } else {
+                saw(d, ns);
+            }
+            if (s->memory) {
+                tl_memev me;
+                memset(&me, 0, sizeof me);
+                me.ts = ns;
+                me.bytes = (flags & TALLY__MEM_LABEL) ? 0 : (int64_t)x.w1;
+                me.addr = m.ptr;
+                me.total_allocated = m.total_allocated;
+                me.total_reserved = m.total_reserved;
+                me.device = m.device;
+                me.category = (uint16_t)((m.category & TALLY__MEM_CAT_MASK) < TL_MEM_CAT_COUNT
+                                             ? (m.category & TALLY__MEM_CAT_MASK)
+                                             : TL_MEM_OTHER);
+                me.flags = (uint16_t)(((flags & TALLY__MEM_LABEL) ? TL_MEM_LABEL : 0) |
+                                      ((flags & TALLY__MEM_LIVE) ? TL_MEM_LIVE : 0));
+                me.name = pend_name ? tl_intern(&t->strings, pend_name, pend_name_len) : 0;
+                me.track = td->track;
+                if (s->memory(s->ctx, &me) != 0)
+                    return fail_nomem(d, roff);
+            }
+            pend_name = NULL;
             break;
         }
         default: {

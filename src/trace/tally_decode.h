@@ -44,6 +44,9 @@ typedef struct tl_tally_sink {
     int (*close)(void *ctx, int64_t ref, int64_t end, uint16_t flags);
     /* Step step was closed with samples samples (STEP_END); NULL: not wanted. Returns 0, or -1. */
     int (*samples)(void *ctx, int64_t step, int64_t samples);
+    /* A memory record (an allocation, free, label or block live at the start), its name an id
+     * in the decoder's string table; NULL: not wanted. Returns 0, or -1. */
+    int (*memory)(void *ctx, const tl_memev *m);
 } tl_tally_sink;
 
 typedef struct tl_tally_site {

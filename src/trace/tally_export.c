@@ -316,7 +316,7 @@ static int finish_pass(stream *s)
 
 static int run_pass(stream *s, int pass)
 {
-    tl_tally_sink sink = {s, sink_open, sink_close, NULL};
+    tl_tally_sink sink = {s, sink_open, sink_close, NULL, NULL};
     s->pass = pass;
     s->order = 0;
     return tl_tally_decode(s->d, &sink) != 0 ? -1 : finish_pass(s);

@@ -60,6 +60,17 @@ static int model_samples(void *ctx, int64_t step, int64_t samples)
     return 0;
 }
 
+static int model_memory(void *ctx, const tl_memev *x)
+{
+    model_sink *m = ctx;
+    tl_memev *e = tl_trace_add_mem(m->t);
+    if (!e)
+        return -1;
+    *e = *x;
+    m->t->mem_addr_known = 1; /* tally's records carry their addresses */
+    return 0;
+}
+
 static int pair_cmp(const void *a, const void *b)
 {
     const int64_t *x = a, *y = b;
@@ -133,7 +144,7 @@ static int read_tally(tl_trace *t, const void *data, int fd, size_t len, const c
 {
     tl_tally_dec d;
     model_sink m = {t, NULL, 0, 0};
-    tl_tally_sink sink = {&m, model_open, model_close, model_samples};
+    tl_tally_sink sink = {&m, model_open, model_close, model_samples, model_memory};
     int rc = -1;
     if (tl_tally_open(&d, t, data, fd, len, name, err) != 0)
         goto out;

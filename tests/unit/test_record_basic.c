@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "record_test_stubs.h"
+#include "record_test_util.h"
 #include "testlib.h"
 #include "record/format.h"
 #include "record/recorder.h"
@@ -45,18 +45,6 @@ static void busy(int64_t ns)
         ;
 }
 
-static tally_config base_config(const char *name)
-{
-    tally_config c;
-    memset(&c, 0, sizeof c);
-    c.output_dir = dir;
-    c.name = name;
-    c.on_trace_ready = on_ready;
-    c.quiet = 1;
-    c.write = TALLY_WRITE_TALLY;
-    return c;
-}
-
 static const tl_event *find(const tl_trace *t, const char *name, int nth)
 {
     for (size_t i = 0; i < t->nev; i++)
@@ -71,16 +59,6 @@ static int count(const tl_trace *t, const char *name)
     for (size_t i = 0; i < t->nev; i++)
         n += !strcmp(tl_str(&t->strings, t->ev[i].name), name);
     return n;
-}
-
-static int load(tl_trace *t, const char *path)
-{
-    tl_error err = {{0}};
-    tl_trace_init(t);
-    int rc = tl_read_tally(t, path, &err);
-    if (rc != 0)
-        fprintf(stderr, "read failed: %s\n", err.msg);
-    return rc;
 }
 
 /* Wall time around each range, measured independently of the recorder: the machine is shared,
@@ -113,7 +91,7 @@ static void *worker(void *arg)
 
 TEST(known_durations_two_threads)
 {
-    tally_config c = base_config("basic");
+    tally_config c = bench_config(dir, "basic", on_ready);
     ready_calls = 0;
     CHECK_EQ_INT(tally_start(&c), 0);
     CHECK(tally_running());
@@ -142,7 +120,7 @@ TEST(known_durations_two_threads)
     CHECK_EQ_INT(last_win.first_step, 0);
 
     tl_trace t;
-    if (load(&t, last_path) != 0)
+    if (record_load(&t, last_path) != 0)
         return;
     CHECK_EQ_INT(t.source, TL_SRC_TALLY);
     CHECK_EQ_INT(count(&t, "main2ms"), 3);
@@ -193,7 +171,7 @@ static void *ender(void *arg)
 
 TEST(dynamic_marks_counters_begin_end)
 {
-    tally_config c = base_config("dyn");
+    tally_config c = bench_config(dir, "dyn", on_ready);
     CHECK_EQ_INT(tally_start(&c), 0);
     int64_t d0 = now_ns();
     tally_push_dynamic("layer.7", TALLY_FORWARD, "x=1");
@@ -212,7 +190,7 @@ TEST(dynamic_marks_counters_begin_end)
     int64_t async_wall = now_ns() - a0;
     CHECK_EQ_INT(tally_stop(), 0);
     tl_trace t;
-    if (load(&t, last_path) != 0)
+    if (record_load(&t, last_path) != 0)
         return;
     const tl_event *e = find(&t, "layer.7", 0);
     CHECK(e != NULL);
@@ -238,7 +216,7 @@ TEST(dynamic_marks_counters_begin_end)
 /* The collectors' entry points (recorder.h): copied names, device work, API calls, devices. */
 TEST(collector_interface)
 {
-    tally_config c = base_config("collect");
+    tally_config c = bench_config(dir, "collect", on_ready);
     CHECK_EQ_INT(tally_start(&c), 0);
     CHECK(tally__is_recording());
     int64_t t0 = tally__now_ns();
@@ -271,7 +249,7 @@ TEST(collector_interface)
     CHECK_EQ_INT(tally_stop(), 0);
     CHECK(!tally__is_recording());
     tl_trace t;
-    if (load(&t, last_path) != 0)
+    if (record_load(&t, last_path) != 0)
         return;
     const tl_event *e = find(&t, "nvtx", 0);
     CHECK(e && e->cat == TL_CAT_FORWARD && !strcmp(tl_str(&t.strings, e->args), "shape"));
@@ -332,7 +310,7 @@ static void *arg_worker(void *arg)
 static int check_args(const char *path, int threads)
 {
     tl_trace t;
-    if (load(&t, path) != 0)
+    if (record_load(&t, path) != 0)
         return -1;
     int per[NSHAPES] = {0}, bad = 0;
     for (size_t i = 0; i < t.nev; i++) {
@@ -356,7 +334,7 @@ static int check_args(const char *path, int threads)
 
 TEST(repeated_arguments_written_once)
 {
-    tally_config c = base_config("args");
+    tally_config c = bench_config(dir, "args", on_ready);
     c.active = 1; /* two windows: steps 0 and 1, one file each */
     c.repeat = 2;
     CHECK_EQ_INT(tally_start(&c), 0);
@@ -384,7 +362,7 @@ TEST(repeated_arguments_written_once)
  * thread that made them, inside the range that was open, host or device. */
 TEST(memory_events_inside_their_range)
 {
-    tally_config c = base_config("mem");
+    tally_config c = bench_config(dir, "mem", on_ready);
     CHECK_EQ_INT(tally_start(&c), 0);
     TALLY_PUSH("alloc_op", TALLY_OPERATOR);
     tally__record_memory(0x1000, 4096, -1, 0, 4096, 8192);
@@ -393,7 +371,7 @@ TEST(memory_events_inside_their_range)
     TALLY_POP();
     CHECK_EQ_INT(tally_stop(), 0);
     tl_trace t;
-    CHECK_EQ_INT(load(&t, last_path), 0);
+    CHECK_EQ_INT(record_load(&t, last_path), 0);
     const tl_event *op = find(&t, "alloc_op", 0);
     CHECK(op != NULL);
     int64_t want[3] = {4096, 512, -4096};

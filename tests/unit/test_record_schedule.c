@@ -11,7 +11,7 @@
 
 #include "record/internal.h"
 #include "record/schedule.h"
-#include "record_test_stubs.h"
+#include "record_test_util.h"
 #include "testlib.h"
 #include "trace/model.h"
 #include <tally.h>

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "record_test_stubs.h"
+#include "record_test_util.h"
 #include "testlib.h"
 #include "trace/model.h"
 #include <tally.h>

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "record/format.h"
-#include "record_test_stubs.h"
+#include "record_test_util.h"
 #include "report/summary.h"
 #include "testlib.h"
 #include "trace/model.h"
