@@ -331,12 +331,20 @@ typedef enum tally_mem_category {
 
 /* bytes were allocated at ptr on device (-1: host memory), holding category; name (copied; NULL
  * for none) is a dotted path. An allocation at an address still allocated is counted (and
- * replaces it). Costs about a range pair. */
+ * replaces it); one of more than INT64_MAX bytes (a negative size cast) is counted and ignored.
+ * Costs about a range pair. */
 TALLY_API void tally_alloc(const void *ptr, uint64_t bytes, int device, int category,
                            const char *name);
 /* The allocation at ptr was freed (its size and device are the ones tally_alloc gave). A free
  * of an address tally_alloc never gave, or gave and saw freed, is counted, not recorded. */
 TALLY_API void tally_free(const void *ptr);
+/* Say what the block at ptr on device holds, from now until it is freed: a block tally_alloc
+ * gave (its category and name change) or one another allocator made (PyTorch's tensors:
+ * tally.memory.categorize labels parameters, gradients and optimizer state this way). bytes:
+ * the block's size, so that a block allocated before recording began counts in its category
+ * (0: unknown); name: a dotted path or NULL. Costs about a range pair. */
+TALLY_API void tally_label_memory(const void *ptr, uint64_t bytes, int device, int category,
+                                  const char *name);
 
 /* ---------------------------------------------------------------------------------------------
  * Session statistics (for tests and tools): what was recorded and what was lost.
@@ -353,6 +361,7 @@ typedef struct tally_stats {
     uint64_t lost;            /* records recorded but not written (the file could not be written) */
     uint64_t bad_frees;       /* tally_free of an address not allocated through tally_alloc */
     uint64_t reused_allocs;   /* tally_alloc at an address still allocated */
+    uint64_t bad_sizes;       /* tally_alloc of more than INT64_MAX bytes (a negative size) */
 } tally_stats;
 
 TALLY_API void tally_get_stats(tally_stats *out);

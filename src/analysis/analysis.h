@@ -68,6 +68,9 @@ typedef struct tl_view_opts {
     int per_stream;       /* kernel view: one row per (kernel, stream) */
     int group_by_shape;   /* ops table */
     int64_t threshold_ns; /* gaps: smallest gap / "short kernel" threshold; 0 = view default */
+    int series;           /* memory: the full timeline (csv/json) instead of a text summary */
+    int device_set;       /* memory: show only device (-1 = host memory) */
+    int32_t device;
 } tl_view_opts;
 
 /* Apply sort/top from opts to rows [from, nrows); returns 0, or -1 when opts->sort names no

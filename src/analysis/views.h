@@ -68,6 +68,11 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err);
 /* Idle gaps on devices and their causes. view_gaps.c */
 tl_table *tl_view_gaps(const tl_trace *t, const tl_view_opts *o, tl_error *err);
 
+/* Memory: per device the peak, the timeline, what the peak holds (categories, layout tree,
+ * owners), per-operator bytes, leaks (o->series: every point of the timeline; o->device_set:
+ * one device). view_memory.c, memory.c */
+tl_table *tl_view_memory(const tl_trace *t, const tl_view_opts *o, tl_error *err);
+
 /* Findings: advice derived from the trace, printed last. view_findings.c */
 tl_table *tl_view_findings(const tl_trace *t, const tl_view_opts *o, tl_error *err);
 

@@ -320,7 +320,7 @@ static void make_default_views(struct demo *d)
     d->default_views[0] = 0;
     for (int i = 0; i < tl_nview_defs; i++) {
         const tl_view_def *v = &tl_view_defs[i];
-        int want = !strcmp(v->name, ops) || (v->in_summary && !v->needs_device);
+        int want = !strcmp(v->name, ops) || (v->in_summary && !(v->needs & TL_NEEDS_DEVICE));
         if (!want)
             continue;
         int w = snprintf(d->default_views + n, sizeof d->default_views - n, "%s%s", n ? "," : "",

@@ -43,10 +43,12 @@ static void views_help(FILE *f)
     fputs("views (printed in this order):\n", f);
     for (int i = 0; i < tl_nview_defs; i++)
         fprintf(f, "  %-12s %s%s\n", tl_view_defs[i].name, tl_view_defs[i].help,
-                tl_view_defs[i].needs_device ? " [device]" : "");
-    fputs("\n'all' skips the [device] views on a trace without device events. csv and json carry\n"
-          "plain numbers with the unit in the field name (total_us, ratio_pct); docs/VIEWS.md\n"
-          "lists every field.\n",
+                (tl_view_defs[i].needs & TL_NEEDS_DEVICE)   ? " [device]"
+                : (tl_view_defs[i].needs & TL_NEEDS_MEMORY) ? " [memory]"
+                                                            : "");
+    fputs("\n'all' skips the [device] views on a trace without device events and the [memory]\n"
+          "views on one without memory events. csv and json carry plain numbers with the unit\n"
+          "in the field name (total_us, ratio_pct); docs/VIEWS.md lists every field.\n",
           f);
 }
 

@@ -11,6 +11,7 @@ int cmd_export(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_ops(int argc, char **argv);
 int cmd_gaps(int argc, char **argv);
+int cmd_memory(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 

@@ -27,6 +27,7 @@ static const struct command {
     {"report", cmd_report, "print the summary views of a trace (.tally, PyTorch, Paddle JSON)"},
     {"ops", cmd_ops, "the operator table of a trace, as torch's key_averages().table()"},
     {"gaps", cmd_gaps, "GPU idle time, its causes, and kernel launch statistics"},
+    {"memory", cmd_memory, "memory per device: peak, timeline, what the peak holds, leaks"},
     {"diff", cmd_diff, "compare two traces: step time and per-row deltas"},
     {"export", cmd_export, "write a trace as Chrome trace JSON (.json or .json.gz)"},
     {"run", cmd_run, "profile an unmodified program (NVTX, CUDA) and report"},

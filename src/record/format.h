@@ -166,6 +166,7 @@ typedef struct tally__stats_chunk {
     int32_t pad;
     uint64_t bad_frees;     /* (1.2) tally_free of an address not allocated (this window) */
     uint64_t reused_allocs; /* (1.2) tally_alloc at an address still allocated (this window) */
+    uint64_t bad_sizes;     /* (1.2) tally_alloc of more than INT64_MAX bytes, not recorded */
 } tally__stats_chunk;
 
 /* ---- records --------------------------------------------------------------------------------- */
@@ -238,7 +239,8 @@ typedef struct tally__fmt_api {
  * has one (a dotted path), is a STR NAME record right before it. */
 enum {
     TALLY__MEM_CAT_MASK = 0xff, /* tally_mem_category */
-    TALLY__MEM_LABEL = 1u << 8, /* classifies the live block at ptr; bytes 0; changes no total */
+    TALLY__MEM_LABEL = 1u << 8, /* classifies the block at ptr (bytes: its size, 0 = unknown);
+                                   changes no total */
     TALLY__MEM_LIVE = 1u << 9,  /* allocated before the window began (written when it opened) */
     TALLY__MEM_NS = 1u << 10    /* the record's 56-bit field is ns on tally's clock, not ticks
                                    (CUPTI's memory activity) */

@@ -285,8 +285,12 @@ void tally__outside_call(void);
 
 /* One LIVE record per block alive now (a window opens: what was allocated before it). */
 void tally__memory_snapshot(void);
-/* Frees of unknown addresses, allocations at live addresses, since the process began. */
-void tally__memory_counts(uint64_t *bad_frees, uint64_t *reused);
+/* Mistakes of tally_alloc/tally_free since the process began: frees of unknown addresses,
+ * allocations at live addresses, sizes over INT64_MAX. */
+typedef struct tally__mem_counts {
+    uint64_t bad_frees, reused, bad_sizes;
+} tally__mem_counts;
+void tally__memory_counts(tally__mem_counts *c);
 
 /* ---- the Perf Summary (perf_summary.c) --------------------------------------------------------
  */

@@ -39,7 +39,7 @@ typedef struct shard {
 } shard;
 
 static shard M[SHARDS];
-static _Atomic uint64_t bad_frees, reused;
+static _Atomic uint64_t bad_frees, reused, bad_sizes;
 
 static inline uint64_t mix(uint64_t x)
 {
@@ -106,6 +106,10 @@ TALLY_API void tally_alloc(const void *p, uint64_t bytes, int device, int catego
     uint64_t ptr = (uint64_t)(uintptr_t)p;
     if (ptr <= TOMBSTONE)
         return;
+    if (bytes > (uint64_t)INT64_MAX) {
+        atomic_fetch_add_explicit(&bad_sizes, 1, memory_order_relaxed);
+        return;
+    }
     int saved = errno;
     uint32_t cat = category >= 0 && category < TALLY_MEM_CATEGORY_COUNT ? (uint32_t)category : 0;
     char *copy = name ? strdup(name) : NULL;
@@ -164,6 +168,37 @@ TALLY_API void tally_free(const void *p)
     errno = saved;
 }
 
+TALLY_API void tally_label_memory(const void *p, uint64_t bytes, int device, int category,
+                                  const char *name)
+{
+    uint64_t ptr = (uint64_t)(uintptr_t)p;
+    if (ptr <= TOMBSTONE || bytes > (uint64_t)INT64_MAX)
+        return;
+    int saved = errno;
+    uint32_t cat = category >= 0 && category < TALLY_MEM_CATEGORY_COUNT ? (uint32_t)category : 0;
+    uint64_t h = mix(ptr);
+    shard *s = &M[h & (SHARDS - 1)];
+    tally__spin_lock(&s->lock);
+    block *b = find(s, ptr, h);
+    char *old = NULL;
+    if (b) {
+        b->category = cat;
+        if (name) {
+            char *copy = strdup(name);
+            if (copy) {
+                old = b->name;
+                b->name = copy;
+            }
+        }
+    }
+    tally__spin_unlock(&s->lock);
+    free(old);
+    if (tally__recording == TALLY__GATE_ON)
+        tally__record_memory_named(ptr, (int64_t)bytes, device, cat | TALLY__MEM_LABEL,
+                                   name ? name : "", name ? strlen(name) : 0);
+    errno = saved;
+}
+
 void tally__memory_snapshot(void)
 {
     for (int k = 0; k < SHARDS; k++) {
@@ -184,8 +219,9 @@ void tally__memory_snapshot(void)
     }
 }
 
-void tally__memory_counts(uint64_t *bad_free_count, uint64_t *reused_count)
+void tally__memory_counts(tally__mem_counts *c)
 {
-    *bad_free_count = atomic_load(&bad_frees);
-    *reused_count = atomic_load(&reused);
+    c->bad_frees = atomic_load(&bad_frees);
+    c->reused = atomic_load(&reused);
+    c->bad_sizes = atomic_load(&bad_sizes);
 }

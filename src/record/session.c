@@ -59,9 +59,9 @@ static struct {
     int any_step_closed;
     char path[PATH_MAX]; /* the open window's file */
     uint64_t w_bad_pops0, w_bad_ends0, w_steps;
-    uint64_t w_bad_frees0, w_reused0; /* tally_alloc/free mistakes when the window opened */
-    uint64_t dropped0, lost0;         /* at session start */
-    int io_failed;                    /* a window's file could not be written whole */
+    tally__mem_counts w_mem0; /* tally_alloc/free mistakes when the window opened */
+    uint64_t dropped0, lost0; /* at session start */
+    int io_failed;            /* a window's file could not be written whole */
 
     /* forked child: the session resumes at the child's first call */
     int resume_window; /* the parent had a window open */
@@ -344,7 +344,7 @@ static void open_window(int64_t step)
     }
     S.w_bad_pops0 = atomic_load(&tally__sess.bad_pops);
     S.w_bad_ends0 = atomic_load(&tally__sess.bad_ends);
-    tally__memory_counts(&S.w_bad_frees0, &S.w_reused0);
+    tally__memory_counts(&S.w_mem0);
     S.w_steps = 0;
     GATE_SET(TALLY__GATE_ON);
     tally__rec_step(TALLY__R_STEP_BEGIN, step, 0, 0);
@@ -398,9 +398,11 @@ static void close_window(int64_t last_step, ready_call *out)
     st.calls_outside = tally__outside_total();
     st.unclosed = tally__open_depth_total();
     st.steps = S.w_steps;
-    tally__memory_counts(&st.bad_frees, &st.reused_allocs);
-    st.bad_frees -= S.w_bad_frees0;
-    st.reused_allocs -= S.w_reused0;
+    tally__mem_counts mc;
+    tally__memory_counts(&mc);
+    st.bad_frees = mc.bad_frees - S.w_mem0.bad_frees;
+    st.reused_allocs = mc.reused - S.w_mem0.reused;
+    st.bad_sizes = mc.bad_sizes - S.w_mem0.bad_sizes;
     atomic_fetch_add(&tally__sess.unclosed, st.unclosed);
     tally__close_result res;
     int rc = tally__file_close(&st, &res);
@@ -797,5 +799,9 @@ TALLY_API void tally_get_stats(tally_stats *out)
     out->steps = atomic_load(&tally__sess.steps);
     out->buffers_written = atomic_load(&tally__sess.buffers);
     out->lost = lost_total() - S.lost0;
-    tally__memory_counts(&out->bad_frees, &out->reused_allocs);
+    tally__mem_counts mc;
+    tally__memory_counts(&mc);
+    out->bad_frees = mc.bad_frees;
+    out->reused_allocs = mc.reused;
+    out->bad_sizes = mc.bad_sizes;
 }

@@ -18,19 +18,20 @@
 
 /* clang-format off */
 const tl_view_def tl_view_defs[] = {
-    /* name         function             device sort  summary help */
-    {"device",      tl_view_device,      1,     0,    1,      "per device and stream: busy time (kernels, copies), utilization"},
-    {"overview",    tl_view_overview,    0,     0,    1,      "time per event type (interval union), ratio to the step time"},
-    {"model",       tl_view_model,       0,     0,    1,      "per step: Dataloader, Forward, Backward, Optimization, Other"},
-    {"perf",        tl_view_perf,        0,     0,    1,      "step time, reader cost, throughput: avg/max/min"},
-    {"distributed", tl_view_distributed, 1,     0,    0,      "communication vs computation and their overlap"},
-    {"operator",    tl_view_operator,    0,     1,    0,      "host operators: calls, CPU total/self, GPU time of their kernels"},
-    {"kernel",      tl_view_kernel,      1,     1,    1,      "kernels by name: calls, total/avg/max/min, share of GPU time"},
-    {"memcpy",      tl_view_memcpy,      1,     1,    0,      "copies by kind and memsets: calls, bytes, time, GB/s"},
-    {"ranges",      tl_view_ranges,      0,     1,    1,      "user-defined ranges by name: calls, total, self, avg/max/min"},
-    {"ops",         tl_view_ops,         0,     1,    0,      "PyTorch's key_averages().table(): self/total CPU and CUDA time"},
-    {"gaps",        tl_view_gaps,        1,     1,    0,      "GPU idle time, its causes, kernel launches"},
-    {"findings",    tl_view_findings,    0,     0,    1,      "ranked findings with their evidence (printed last)"},
+    /* name         function             needs            sort  summary help */
+    {"device",      tl_view_device,      TL_NEEDS_DEVICE, 0,    1,      "per device and stream: busy time (kernels, copies), utilization"},
+    {"overview",    tl_view_overview,    0,               0,    1,      "time per event type (interval union), ratio to the step time"},
+    {"model",       tl_view_model,       0,               0,    1,      "per step: Dataloader, Forward, Backward, Optimization, Other"},
+    {"perf",        tl_view_perf,        0,               0,    1,      "step time, reader cost, throughput: avg/max/min"},
+    {"distributed", tl_view_distributed, TL_NEEDS_DEVICE, 0,    0,      "communication vs computation and their overlap"},
+    {"operator",    tl_view_operator,    0,               1,    0,      "host operators: calls, CPU total/self, GPU time of their kernels"},
+    {"kernel",      tl_view_kernel,      TL_NEEDS_DEVICE, 1,    1,      "kernels by name: calls, total/avg/max/min, share of GPU time"},
+    {"memcpy",      tl_view_memcpy,      TL_NEEDS_DEVICE, 1,    0,      "copies by kind and memsets: calls, bytes, time, GB/s"},
+    {"ranges",      tl_view_ranges,      0,               1,    1,      "user-defined ranges by name: calls, total, self, avg/max/min"},
+    {"memory",      tl_view_memory,      TL_NEEDS_MEMORY, 1,    1,      "per device: peak, timeline, what the peak holds, per operator, leaks"},
+    {"ops",         tl_view_ops,         0,               1,    0,      "PyTorch's key_averages().table(): self/total CPU and CUDA time"},
+    {"gaps",        tl_view_gaps,        TL_NEEDS_DEVICE, 1,    0,      "GPU idle time, its causes, kernel launches"},
+    {"findings",    tl_view_findings,    0,               0,    1,      "ranked findings with their evidence (printed last)"},
 };
 /* clang-format on */
 const int tl_nview_defs = (int)(sizeof tl_view_defs / sizeof tl_view_defs[0]);
@@ -76,6 +77,12 @@ int tl_trace_warnings(const tl_trace *t, void (*fn)(const char *line, void *arg)
         {t->calls_outside, "calls made outside a session (before start or after stop)"},
         {open, "ranges never closed (still open when recording ended; drawn to the end of the "
                "trace)"},
+        {t->mem_unmatched_frees, "tally_free calls of addresses tally_alloc never gave (or gave "
+                                 "and saw freed): not recorded"},
+        {t->mem_reused, "tally_alloc calls at an address still allocated (counted as a free and "
+                        "a new allocation)"},
+        {t->mem_bad_sizes, "tally_alloc calls of more than INT64_MAX bytes (a negative size?): "
+                           "ignored"},
     };
     int n = 0;
     char line[256];
@@ -249,9 +256,11 @@ int tl_report_write(FILE *f, const tl_trace *t, const tl_report_opts *o, tl_erro
 
     for (int i = 0; i < tl_nview_defs; i++) {
         const tl_view_def *d = &tl_view_defs[i];
-        if (!sel[i] || (all && d->needs_device && !device) || (o->summary && !d->in_summary))
+        if (!sel[i] || (all && (d->needs & TL_NEEDS_DEVICE) && !device) ||
+            (all && (d->needs & TL_NEEDS_MEMORY) && !t->nmem) || (o->summary && !d->in_summary))
             continue;
         tl_view_opts vo = o->vo;
+        vo.series = o->fmt != TL_FMT_TEXT; /* memory: the whole timeline in csv and json */
         if (!d->sortable) {
             vo.sort = NULL;
             vo.ascending = 0;

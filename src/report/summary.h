@@ -8,11 +8,13 @@
 
 #include "analysis/views.h"
 
+enum { TL_NEEDS_DEVICE = 1, TL_NEEDS_MEMORY = 2 };
+
 /* One report view. The registry (summary.c, tl_view_defs) lists them in print order. */
 typedef struct tl_view_def {
     const char *name; /* the --views word: "overview" */
     tl_view_fn fn;    /* computes the table(s) */
-    int needs_device; /* "all" skips it on a trace without device events */
+    int needs;        /* TL_NEEDS_*: "all" skips it on a trace without these events */
     int sortable;     /* takes --sort/--top (the view sorts its rows by a column) */
     int in_summary;   /* part of the short summary printed after a run */
     const char *help; /* one line for --help */

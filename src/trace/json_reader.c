@@ -798,6 +798,34 @@ static void lex_id(jr *r, idval *out)
     *out = id;
 }
 
+enum { MEM_ADDR = 1, MEM_ALLOCATED = 2, MEM_RESERVED = 4, MEM_DEVICE_ID = 8 };
+
+/* An address: a number, or a string of one ("0x7f12..." or decimal, as Paddle writes it). */
+static uint64_t lex_addr(jr *r)
+{
+    if (peek(r, "an address") != '"')
+        return (uint64_t)to_int(lex_number(r, "an address"));
+    jstr v = lex_string(r);
+    uint64_t a = 0;
+    size_t i = 0;
+    if (v.len > 2 && v.p[0] == '0' && (v.p[1] == 'x' || v.p[1] == 'X')) {
+        for (i = 2; i < v.len; i++) {
+            char ch = v.p[i];
+            int d = ch >= '0' && ch <= '9'   ? ch - '0'
+                    : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+                    : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10
+                                             : -1;
+            if (d < 0)
+                break;
+            a = a << 4 | (uint64_t)d;
+        }
+    } else {
+        for (; i < v.len && v.p[i] >= '0' && v.p[i] <= '9'; i++)
+            a = a * 10 + (uint64_t)(v.p[i] - '0');
+    }
+    return a;
+}
+
 typedef struct raw_event {
     /* Cleared for every event (a few million times: the rest is not): */
     char ph;
@@ -808,6 +836,7 @@ typedef struct raw_event {
     int have_input_dims, have_arg_name, have_place, have_tcat;
     int unclosed; /* args "tally_unclosed" of tally's own export: a range never closed */
     int nc;       /* counter values in ckey/cval */
+    unsigned mem; /* MEM_* bits: which memory arguments were given */
     jstr name, cat;
     int64_t ts, corr, bytes;
     /* Read only where .set, a have_ flag or nc says they were given: */
@@ -816,6 +845,10 @@ typedef struct raw_event {
     int64_t dev_type, device, stream; /* args */
     jstr input_dims, arg_name, place;
     jstr tcat; /* "tally category" of tally's own export: the phase of a user range */
+    /* [memory] events: Kineto's Addr, Total Allocated, Total Reserved, Device Id; Paddle's
+     * addr, current_allocated, current_reserved (read where ev->mem says) */
+    uint64_t addr;
+    int64_t total_allocated, total_reserved, device_id;
     jstr ckey[8];
     double cval[8];
 } raw_event;
@@ -851,6 +884,10 @@ static void parse_args(jr *r, raw_event *ev)
                 } else if (EQ(k, "increase_bytes")) {
                     ev->bytes = to_int(lex_number(r, "a number"));
                     handled = 1;
+                } else if (EQ(k, "Total Reserved")) {
+                    ev->total_reserved = to_int(lex_number(r, "a number"));
+                    ev->mem |= MEM_RESERVED;
+                    handled = 1;
                 } else if (EQ(k, "tally_unclosed") || EQ(k, "tally unclosed")) {
                     ev->unclosed = to_int(lex_number(r, "a number")) != 0;
                     handled = 1;
@@ -859,6 +896,41 @@ static void parse_args(jr *r, raw_event *ev)
             case 5:
                 if (EQ(k, "bytes") || EQ(k, "Bytes")) {
                     ev->bytes = to_int(lex_number(r, "a number"));
+                    handled = 1;
+                }
+                break;
+            case 4:
+                if (EQ(k, "Addr") || EQ(k, "addr")) {
+                    ev->addr = lex_addr(r);
+                    ev->mem |= MEM_ADDR;
+                    handled = 1;
+                }
+                break;
+            case 9:
+                if (EQ(k, "Device Id")) {
+                    ev->device_id = to_int(lex_number(r, "a number"));
+                    ev->mem |= MEM_DEVICE_ID;
+                    handled = 1;
+                }
+                break;
+            case 15:
+                if (EQ(k, "Total Allocated")) {
+                    ev->total_allocated = to_int(lex_number(r, "a number"));
+                    ev->mem |= MEM_ALLOCATED;
+                    handled = 1;
+                }
+                break;
+            case 17:
+                if (EQ(k, "current_allocated")) {
+                    ev->total_allocated = to_int(lex_number(r, "a number"));
+                    ev->mem |= MEM_ALLOCATED;
+                    handled = 1;
+                }
+                break;
+            case 16:
+                if (EQ(k, "current_reserved")) {
+                    ev->total_reserved = to_int(lex_number(r, "a number"));
+                    ev->mem |= MEM_RESERVED;
                     handled = 1;
                 }
                 break;
@@ -887,6 +959,10 @@ static void parse_args(jr *r, raw_event *ev)
             if (EQ(k, "name")) {
                 ev->arg_name = lex_string(r);
                 ev->have_arg_name = 1;
+                handled = 1;
+            } else if (k.len == 4 && (EQ(k, "addr") || EQ(k, "Addr"))) {
+                ev->addr = lex_addr(r);
+                ev->mem |= MEM_ADDR;
                 handled = 1;
             } else if (EQ(k, "place")) {
                 ev->place = lex_string(r);
@@ -1216,6 +1292,43 @@ static void mark_used(jr *r, uint32_t track)
     r->used[track] = 1;
 }
 
+/* A [memory] event into the trace's memory table as well (e: its event, already filled). */
+static void add_memev(jr *r, const raw_event *ev, const tl_event *e)
+{
+    tl_memev *m = tl_trace_add_mem(r->t);
+    if (!m) {
+        tl_error_setc(r->err, TL_ERR_NOMEM, "%s: out of memory", r->name);
+        longjmp(r->jb, JR_ERROR);
+    }
+    m->ts = e->ts;
+    m->bytes = ev->bytes;
+    m->addr = (ev->mem & MEM_ADDR) ? ev->addr : 0;
+    m->total_allocated = (ev->mem & MEM_ALLOCATED) ? ev->total_allocated : -1;
+    m->total_reserved = (ev->mem & MEM_RESERVED) ? ev->total_reserved : -1;
+    m->device = -1;
+    if (e->flags & TL_EV_MEM_DEVICE) {
+        m->device = 0;
+        if (ev->mem & MEM_DEVICE_ID) {
+            m->device = (int32_t)ev->device_id;
+        } else if (ev->have_place) { /* Paddle: "Place(gpu:1)" */
+            const char *p = memchr(ev->place.p, ':', ev->place.len);
+            int32_t d = 0;
+            for (p = p ? p + 1 : NULL;
+                 p && p < ev->place.p + ev->place.len && *p >= '0' && *p <= '9' && d < 1000000; p++)
+                d = d * 10 + (*p - '0');
+            m->device = d;
+        }
+    }
+    m->category = TL_MEM_OTHER;
+    if (ev->cat.len > 8 && !memcmp(ev->cat.p, "Reserved", 8)) /* Paddle's ReservedAllocate/Free */
+        m->flags |= TL_MEM_RESERVE;
+    m->track = e->track;
+    if (m->addr)
+        r->t->mem_addr_known = 1;
+    if (m->total_allocated >= 0)
+        r->t->mem_totals_known = 1;
+}
+
 static void copy_kind(tl_event *e, jstr name)
 {
     const char *p = name.p;
@@ -1434,6 +1547,7 @@ static void commit_event(jr *r, raw_event *ev)
             (ev->have_place && (memmem(ev->place.p, ev->place.len, "gpu", 3) ||
                                 memmem(ev->place.p, ev->place.len, "GPU", 3))))
             e->flags |= TL_EV_MEM_DEVICE;
+        add_memev(r, ev, e);
         break;
     }
     if (ev->unclosed && ph == 'X') {

@@ -77,15 +77,19 @@ const char *tl_mem_cat_name(tl_mem_cat c);
 
 /* One allocation, free or label of memory, in the trace's memory table (t->mem). */
 enum {
-    TL_MEM_LABEL = 1u << 0, /* classifies the live block at addr (bytes 0): it changes no total */
-    TL_MEM_LIVE = 1u << 1,  /* a block already allocated when recording began (bytes > 0) */
+    TL_MEM_LABEL = 1u << 0,     /* classifies the block at addr (bytes: its size, 0 = unknown): it
+                                   changes no total */
+    TL_MEM_LIVE = 1u << 1,      /* a block already allocated when recording began (bytes > 0) */
     TL_MEM_UNMATCHED = 1u << 2, /* a free of an address with no live allocation (counted) */
-    TL_MEM_REUSED = 1u << 3     /* an allocation at an address still live (counted) */
+    TL_MEM_REUSED = 1u << 3,    /* an allocation at an address still live (counted) */
+    TL_MEM_RESERVE = 1u << 4    /* the allocator reserved or released memory (Paddle's
+                                   ReservedAllocate/ReservedFree): changes reserved, not
+                                   allocated */
 };
 
 typedef struct tl_memev {
     int64_t ts;              /* ns */
-    int64_t bytes;           /* > 0 allocated, < 0 freed, 0 for a label */
+    int64_t bytes;           /* > 0 allocated, < 0 freed; a label's: the block's size or 0 */
     uint64_t addr;           /* 0: unknown */
     int64_t total_allocated; /* the allocator's totals after the event, on its device; -1 unknown */
     int64_t total_reserved;
@@ -93,7 +97,8 @@ typedef struct tl_memev {
     uint16_t category; /* tl_mem_cat */
     uint16_t flags;    /* TL_MEM_* */
     uint32_t name;     /* string id of a dotted path ("blocks.0.mixer.Wqkv.weight"), 0 = none */
-    uint32_t track;    /* the host thread that made it */
+    uint32_t track;    /* the host thread that made it (a stream for CUPTI's records) */
+    uint32_t corr;     /* CUPTI's correlation id of the API call that made it; 0 = none */
 } tl_memev;
 
 /* Event flags. */
@@ -227,7 +232,7 @@ typedef struct tl_trace {
     tl_memev *mem;
     size_t nmem, cap_mem;
     int mem_addr_known, mem_totals_known;
-    uint64_t mem_unmatched_frees, mem_reused;
+    uint64_t mem_unmatched_frees, mem_reused, mem_bad_sizes;
 
     /* Steps closed by tally_step with their sample counts, in order (tally traces). */
     int64_t *step_samples;

@@ -258,6 +258,7 @@ static void read_stats(tl_tally_dec *d, const unsigned char *p, size_t len)
     d->t->io_errno = s.io_errno;
     d->t->mem_unmatched_frees = s.bad_frees;
     d->t->mem_reused = s.reused_allocs;
+    d->t->mem_bad_sizes = s.bad_sizes;
 }
 
 static int loss_cmp(const void *a, const void *b)
@@ -501,6 +502,34 @@ static inline int64_t emit(tl_tally_dec *d, const tl_tally_sink *s, tl_tally_ev 
 {
     saw(d, ev->e.ts);
     return s->open(s->ctx, ev);
+}
+
+/* CUPTI's memory activity (a device event of category MEMORY, its address in the arguments as
+ * "address": N) into the memory table too, on its stream track; the analysis finds the thread
+ * that made it through the correlation id. Returns 0, or -1 when out of memory. */
+static int cupti_memory(tl_tally_dec *d, const tl_tally_sink *s, const tally__fmt_device *dv,
+                        const char *args, uint32_t args_len, uint32_t track)
+{
+    (void)d;
+    tl_memev m;
+    memset(&m, 0, sizeof m);
+    m.ts = dv->start;
+    m.bytes = dv->bytes;
+    m.total_allocated = m.total_reserved = -1;
+    m.device = (dv->flags & TALLY__DEV_MEM_DEVICE) ? dv->device : -1;
+    m.category = TL_MEM_OTHER;
+    m.track = track;
+    m.corr = (uint32_t)dv->corr;
+    static const char key[] = "\"address\":";
+    const char *end = args + args_len;
+    const char *p = args_len >= sizeof key - 1 ? memmem(args, args_len, key, sizeof key - 1) : NULL;
+    if (p) {
+        for (p += sizeof key - 1; p < end && *p == ' '; p++)
+            ;
+        for (; p < end && *p >= '0' && *p <= '9'; p++)
+            m.addr = m.addr * 10 + (uint64_t)(*p - '0');
+    }
+    return s->memory(s->ctx, &m);
 }
 
 static inline void ev_init(tl_tally_ev *ev, uint32_t track, int64_t ts, uint16_t cat)
@@ -760,6 +789,9 @@ static int decode_run(tl_tally_dec *d, const tl_tally_sink *s, const tl_tally_ru
             saw(d, dv.end);
             if (emit(d, s, &ev) < 0)
                 return fail_nomem(d, roff);
+            if (dv.cat == TALLY__CAT_MEMORY && s->memory &&
+                cupti_memory(d, s, &dv, ev.args, ev.args_len, tr) != 0)
+                return fail_nomem(d, roff);
             break;
         }
         case TALLY__R_API: {
@@ -805,7 +837,7 @@ static int decode_run(tl_tally_dec *d, const tl_tally_sink *s, const tl_tally_ru
                 tl_memev me;
                 memset(&me, 0, sizeof me);
                 me.ts = ns;
-                me.bytes = (flags & TALLY__MEM_LABEL) ? 0 : (int64_t)x.w1;
+                me.bytes = (int64_t)x.w1; /* a label's: the block's size, or 0 */
                 me.addr = m.ptr;
                 me.total_allocated = m.total_allocated;
                 me.total_reserved = m.total_reserved;

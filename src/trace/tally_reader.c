@@ -68,6 +68,8 @@ static int model_memory(void *ctx, const tl_memev *x)
         return -1;
     *e = *x;
     m->t->mem_addr_known = 1; /* tally's records carry their addresses */
+    if (x->total_allocated >= 0)
+        m->t->mem_totals_known = 1;
     return 0;
 }
 
