@@ -13,11 +13,14 @@ Ranges (`tally.range`, `push`/`pop`, `mark`, `counter`) cost well under a micros
 to nothing outside the recorded window; PyTorch's operators are recorded too when torch is
 imported (the tally._torch shim). `tally.load(path)` reads any trace the `tally` command reads
 (its own .tally files, PyTorch's and Paddle's JSON) and gives the same report and tables.
-`python3 -m tally ARGS` is the `tally` command. docs/python.md has the whole API.
+`tally.memory.categorize(model, optimizer)` says what PyTorch's memory blocks hold (parameters,
+gradients, optimizer state) for `tally memory`. `python3 -m tally ARGS` is the `tally` command.
+docs/python.md has the whole API.
 """
 
 from ._tally import CATEGORIES, TallyError, __version__, counter, mark, pop, push, range
 from ._profile import Schedule, Trace, Window, load, profile, schedule
+from . import memory
 
 __all__ = [
     "CATEGORIES",
@@ -28,6 +31,7 @@ __all__ = [
     "counter",
     "load",
     "mark",
+    "memory",
     "pop",
     "profile",
     "push",

@@ -15,6 +15,7 @@ import os
 import sys
 
 from . import _tally
+from . import memory as _memory
 from ._tally import TallyError
 
 # The variables launchers set to a process's rank: torchrun, Open MPI, Slurm, then the rank on
@@ -276,11 +277,20 @@ class profile:
     (record_shapes) and CPU allocations (profile_memory). on_trace_ready(window) runs when
     each window's file is complete (instead of the default summary on stderr). timer_only: no
     trace, only the benchmark summary (reader_cost, batch_cost, ips) at stop().
+
+    model, optimizer (with profile_memory=True and PyTorch's operators recorded): what the
+    memory holds. tally.memory.categorize(model, optimizer) labels the blocks of the
+    parameters, gradients and optimizer state once when the profile starts and at every step()
+    call, before the step is closed (after the program's optimizer.step(), where a training
+    loop calls step()), so that `tally memory` on a window's file splits the peak into
+    parameters, gradients, optimizer state and activations (the rest) and names the blocks
+    ("0.weight", "0.weight.exp_avg"). Ignored otherwise; in a schedule's wait and warmup steps
+    it looks at no tensor.
     """
 
     def __init__(self, schedule=None, output_dir="tally-out", name=None, torch=None,
                  record_shapes=False, profile_memory=False, on_trace_ready=None,
-                 timer_only=False, *, scheduler=None):
+                 timer_only=False, *, scheduler=None, model=None, optimizer=None):
         if scheduler is not None:
             if schedule is not None:
                 raise TypeError("tally.profile: give schedule= or Paddle's scheduler=, not both")
@@ -297,12 +307,22 @@ class profile:
         self.profile_memory = bool(profile_memory)
         self.on_trace_ready = on_trace_ready
         self.timer_only = bool(timer_only)
+        if model is not None and not callable(getattr(model, "named_parameters", None)):
+            raise TypeError("tally.profile: model must have named_parameters() (a "
+                            f"torch.nn.Module), not {type(model).__name__}")
+        if optimizer is not None and not (hasattr(optimizer, "state")
+                                          and hasattr(optimizer, "param_groups")):
+            raise TypeError("tally.profile: optimizer must have state and param_groups (a "
+                            f"torch.optim.Optimizer), not {type(optimizer).__name__}")
+        self.model = model
+        self.optimizer = optimizer
         self.windows = []  # every finished Window, in order
         self.step_num = 0  # steps closed since start()
         self.torch_recorded = False  # PyTorch operators are being recorded
         self.gpu_recorded = False  # CUDA activity is being recorded (CUPTI)
         self._running = False
         self._shim = None
+        self._categorize = False  # label the model's memory at each step
 
     # -- session
 
@@ -370,10 +390,18 @@ class profile:
                 raise
             self._shim = shim
             self.torch_recorded = True
+            self._categorize = self.profile_memory and (self.model is not None
+                                                        or self.optimizer is not None)
             # with CUDA, kernels too: CUPTI's launches carry the correlation id that links each
             # kernel to the operator that launched it (as torch.profiler's CUDA activity)
             if not self.timer_only and _cuda_in_use():
                 self.gpu_recorded = _tally.gpu() == 0
+            if self._categorize:
+                try:
+                    _memory.categorize(self.model, self.optimizer)
+                except BaseException:
+                    self.stop()
+                    raise
         return self
 
     def step(self, samples=0, *, num_samples=None):
@@ -388,9 +416,13 @@ class profile:
         if samples < 0:
             raise ValueError(f"tally.profile.step(): samples must be >= 0, got {samples}")
         try:
-            _tally.step(samples)  # raises what on_trace_ready raised, the step being closed
+            if self._categorize:  # in the step being closed: its gradients, optimizer state
+                _memory.categorize(self.model, self.optimizer)
         finally:
-            self.step_num += 1
+            try:
+                _tally.step(samples)  # raises what on_trace_ready raised, the step being closed
+            finally:
+                self.step_num += 1
 
     def stop(self):
         """Stop the session: the last window's file is closed and on_trace_ready runs. Stopping
@@ -400,6 +432,7 @@ class profile:
             return
         shim, self._shim = self._shim, None
         self.torch_recorded = False
+        self._categorize = False
         try:
             if shim is not None:
                 shim.disable()

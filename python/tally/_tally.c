@@ -1135,6 +1135,110 @@ static PyObject *py_gpu(PyObject *mod, PyObject *unused)
     return PyLong_FromLong(rc);
 }
 
+/* ---- memory labels ----------------------------------------------------------------------------
+ */
+
+_Static_assert((int)TL_MEM_CAT_COUNT == (int)TALLY_MEM_CATEGORY_COUNT,
+               "the analysis names the recorder's memory categories");
+
+/* The memory category named by o: an int (tally_mem_category, MEM_PARAMETER ...) or its name
+ * ("parameter" ...); -1 with TypeError or ValueError. */
+static int mem_category_of(PyObject *o)
+{
+    if (PyUnicode_Check(o)) {
+        for (int i = 0; i < TALLY_MEM_CATEGORY_COUNT; i++)
+            if (PyUnicode_CompareWithASCIIString(o, tl_mem_cat_name((tl_mem_cat)i)) == 0)
+                return i;
+        PyErr_Format(PyExc_ValueError,
+                     "label_memory(): unknown category %R; expected one of: other, parameter, "
+                     "gradient, optimizer_state, activation, input, temporary",
+                     o);
+        return -1;
+    }
+    if (!PyLong_Check(o)) {
+        PyErr_Format(PyExc_TypeError,
+                     "label_memory(): category must be an int or a str, not %.100s",
+                     Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    long c = PyLong_AsLong(o);
+    if (c == -1 && PyErr_Occurred())
+        return -1;
+    if (c < 0 || c >= TALLY_MEM_CATEGORY_COUNT) {
+        PyErr_Format(PyExc_ValueError, "label_memory(): category must be 0..%d, got %ld",
+                     TALLY_MEM_CATEGORY_COUNT - 1, c);
+        return -1;
+    }
+    return (int)c;
+}
+
+/* An int argument of label_memory(), lo..hi; -1 with TypeError or ValueError. */
+static int mem_int(PyObject *o, const char *what, long long lo, long long hi, long long *out)
+{
+    if (!PyLong_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "label_memory(): %s must be an int, not %.100s", what,
+                     Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    int overflow;
+    *out = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (*out == -1 && PyErr_Occurred())
+        return -1;
+    if (overflow || *out < lo || *out > hi) {
+        PyErr_Format(PyExc_ValueError, "label_memory(): %s must be %lld..%lld, got %R", what, lo,
+                     hi, o);
+        return -1;
+    }
+    return 0;
+}
+
+/* label_memory(ptr, bytes, device, category, name=None): tally_label_memory. Records nothing
+ * outside a recording window. */
+static PyObject *py_label_memory(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)mod;
+    if (nargs < 4 || nargs > 5) {
+        PyErr_Format(PyExc_TypeError,
+                     "label_memory() takes 4 or 5 arguments (ptr, bytes, device, category, "
+                     "name=None), %zd given",
+                     nargs);
+        return NULL;
+    }
+    if (!PyLong_Check(args[0])) {
+        PyErr_Format(PyExc_TypeError, "label_memory(): ptr must be an int, not %.100s",
+                     Py_TYPE(args[0])->tp_name);
+        return NULL;
+    }
+    unsigned long long ptr = PyLong_AsUnsignedLongLong(args[0]);
+    if (ptr == (unsigned long long)-1 && PyErr_Occurred()) {
+        if (PyErr_ExceptionMatches(PyExc_OverflowError)) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_ValueError,
+                         "label_memory(): ptr must be an address, 0..2**64-1, got %R", args[0]);
+        }
+        return NULL;
+    }
+    long long bytes, dev;
+    if (mem_int(args[1], "bytes", 0, INT64_MAX, &bytes) != 0 ||
+        mem_int(args[2], "device", -1, INT32_MAX, &dev) != 0)
+        return NULL;
+    int cat = mem_category_of(args[3]);
+    if (cat < 0)
+        return NULL;
+    const char *name = NULL;
+    if (nargs == 5 && args[4] != Py_None) {
+        if (!PyUnicode_Check(args[4])) {
+            PyErr_Format(PyExc_TypeError, "label_memory(): name must be a str or None, not %.100s",
+                         Py_TYPE(args[4])->tp_name);
+            return NULL;
+        }
+        if (!(name = PyUnicode_AsUTF8(args[4])))
+            return NULL;
+    }
+    tally_label_memory((const void *)(uintptr_t)ptr, (uint64_t)bytes, (int)dev, cat, name);
+    Py_RETURN_NONE;
+}
+
 /* ---- the module ------------------------------------------------------------------------------
  */
 
@@ -1164,6 +1268,10 @@ static PyMethodDef module_methods[] = {
     {"view_names", py_view_names, METH_NOARGS, "view_names() -> the report's views"},
     {"check_views", py_check_views, METH_O, "check_views(views): TallyError if one is unknown"},
     {"cli", py_cli, METH_O, "cli(argv) -> exit status of the tally command, run in-process"},
+    {"label_memory", (PyCFunction)(void (*)(void))py_label_memory, METH_FASTCALL,
+     "label_memory(ptr, bytes, device, category, name=None): say what the memory block at ptr "
+     "holds until it is freed (tally_label_memory); device -1 is host memory, category a "
+     "MEM_* number or its name"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module_def = {
@@ -1238,6 +1346,30 @@ PyMODINIT_FUNC PyInit__tally(void)
         PyModule_AddStringConstant(m, "__version__", tally_version_string()) < 0 ||
         PyModule_AddIntConstant(m, "MAX_SITES", TALLY_PY_MAX_SITES) < 0)
         goto fail;
+    /* the memory categories of label_memory(): MEM_OTHER ... MEM_TEMPORARY (tally_mem_category)
+     * and MEM_CATEGORIES, their names in that order */
+    static const char *const mem_consts[TALLY_MEM_CATEGORY_COUNT] = {
+        "MEM_OTHER",      "MEM_PARAMETER", "MEM_GRADIENT", "MEM_OPTIMIZER_STATE",
+        "MEM_ACTIVATION", "MEM_INPUT",     "MEM_TEMPORARY"};
+    PyObject *mem_names = PyTuple_New(TALLY_MEM_CATEGORY_COUNT);
+    if (!mem_names)
+        goto fail;
+    for (int i = 0; i < TALLY_MEM_CATEGORY_COUNT; i++) {
+        PyObject *n = PyUnicode_FromString(tl_mem_cat_name((tl_mem_cat)i));
+        if (!n) {
+            Py_DECREF(mem_names);
+            goto fail;
+        }
+        PyTuple_SET_ITEM(mem_names, i, n);
+        if (PyModule_AddIntConstant(m, mem_consts[i], i) < 0) {
+            Py_DECREF(mem_names);
+            goto fail;
+        }
+    }
+    if (PyModule_AddObject(m, "MEM_CATEGORIES", mem_names) < 0) {
+        Py_DECREF(mem_names);
+        goto fail;
+    }
     return m;
 fail:
     Py_DECREF(m);
