@@ -10,9 +10,11 @@
  *   begin+end   a tally_begin/tally_end pair (handles) while recording
  *   off         a push+pop pair while a session runs but the window is closed (per call: /2)
  *   before      a push+pop pair before tally_start (counted as calls outside; per call: /2)
+ *   alloc+free  a tally_alloc/tally_free pair while recording, with 10,000 other blocks alive
+ *               (the live table's steady state); "named": the allocation carries a dotted name
  * and bytes per record (the record size, and the file's bytes per record written).
  * Targets (issue 2): pair <= 1.5 x tsc2; off <= 2 ns per call; x2 within 10% of 1 thread;
- * record <= 16 bytes.
+ * record <= 16 bytes. (issue 9): an alloc+free pair <= 2 x a push+pop pair.
  *
  *   bench_overhead [pairs_per_round] [rounds]     (defaults 1000000 and 7)
  * Trace files go to a temporary directory that is removed at the end.
@@ -102,6 +104,24 @@ __attribute__((noinline)) static double loop_beginend(void)
     return (now() - t0) / (double)N;
 }
 
+/* Blocks to allocate from: LIVE stay allocated through the loop, the loop cycles through the
+ * next SPAN addresses. */
+#define LIVE 10000
+#define SPAN 4096
+static char blocks[(LIVE + SPAN) * 64];
+
+__attribute__((noinline)) static double loop_allocfree(const char *name)
+{
+    double t0 = now();
+    for (long i = 0; i < N; i++) {
+        const char *p = blocks + (LIVE + (i & (SPAN - 1))) * 64;
+        tally_alloc(p, 256, 0, TALLY_MEM_ACTIVATION, name);
+        __asm__ __volatile__("" ::: "memory");
+        tally_free(p);
+    }
+    return (now() - t0) / (double)N;
+}
+
 static pthread_barrier_t bar;
 static double thread_result[2], thread_cpu[2];
 
@@ -181,6 +201,9 @@ int main(int argc, char **argv)
     mkdir(dir, 0755);
 
     double tsc2[100], pp[100], pp2[100], be[100], off[100], before[100], ppc[100], pp2c[100];
+    double af[100], afn[100];
+    for (int i = 0; i < LIVE; i++)
+        tally_alloc(blocks + (size_t)i * 64, 64, 0, TALLY_MEM_PARAMETER, NULL);
     for (int r = 0; r < ROUNDS; r++) {
         tsc2[r] = loop_tsc2();
         before[r] = loop_pushpop() / 2;
@@ -190,6 +213,8 @@ int main(int argc, char **argv)
         pp[r] = loop_pushpop_cpu(&ppc[r]);
         pp2[r] = two_threads(&pp2c[r]);
         be[r] = loop_beginend();
+        af[r] = loop_allocfree(NULL);
+        afn[r] = loop_allocfree("layers.0.mlp.act");
         tally_stop();
 
         start(1);
@@ -199,6 +224,7 @@ int main(int argc, char **argv)
     stat3 a = summarize(tsc2, ROUNDS), b = summarize(pp, ROUNDS), c = summarize(pp2, ROUNDS);
     stat3 d = summarize(be, ROUNDS), e = summarize(off, ROUNDS), f = summarize(before, ROUNDS);
     stat3 g = summarize(ppc, ROUNDS), h = summarize(pp2c, ROUNDS);
+    stat3 k = summarize(af, ROUNDS), l = summarize(afn, ROUNDS);
     printf("bench_overhead: %ld pairs x %d rounds, medians [min-max], ns\n", N, ROUNDS);
     printf("  %-28s %7.2f [%.2f-%.2f]\n", "two TSC reads (pair floor)", a.med, a.min, a.max);
     printf("  %-28s %7.2f [%.2f-%.2f]   %.2fx tsc2 (target <= 1.5x)\n", "push+pop, 1 thread", b.med,
@@ -211,6 +237,10 @@ int main(int argc, char **argv)
            "push+pop, 2 threads, CPU", h.med, h.min, h.max, 100.0 * (h.med - g.med) / g.med);
     printf("  %-28s %7.2f [%.2f-%.2f]   %.2fx tsc2\n", "begin+end (handles)", d.med, d.min, d.max,
            d.med / a.med);
+    printf("  %-28s %7.2f [%.2f-%.2f]   %.2fx push+pop (target <= 2x)\n", "alloc+free", k.med,
+           k.min, k.max, k.med / b.med);
+    printf("  %-28s %7.2f [%.2f-%.2f]   %.2fx push+pop\n", "alloc+free, named", l.med, l.min, l.max,
+           l.med / b.med);
     printf("  %-28s %7.2f [%.2f-%.2f]   per call (target <= 2)\n", "call, window closed", e.med,
            e.min, e.max);
     printf("  %-28s %7.2f [%.2f-%.2f]   per call (counted)\n", "call, before start", f.med, f.min,
@@ -220,6 +250,8 @@ int main(int argc, char **argv)
         printf("  %-28s %7.2f   (%lld records, %lld bytes, incl. headers)\n",
                "file bytes per record", (double)file_bytes / (double)file_records, file_records,
                file_bytes);
+    for (int i = 0; i < LIVE; i++)
+        tally_free(blocks + (size_t)i * 64);
     rmdir(dir);
     return 0;
 }

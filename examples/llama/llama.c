@@ -19,6 +19,7 @@
 #include "pool.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -87,6 +88,12 @@ struct llama_model {
 
     shapes sh;
     float loss;
+
+    /* memory as a framework would hold it (see "memory" below): the blocks a step recorded and
+     * has not freed yet */
+    const void **live;
+    int nlive, cap_live;
+    int memory_recorded; /* record_model_memory(m, 1) ran */
 };
 
 /* ------------------------------------------------------------------------------------------ */
@@ -102,6 +109,67 @@ static float *alloc_floats(size_t n)
     memset(p, 0, n * sizeof(float)); /* touch every page now */
     return p;
 }
+
+/* ------------------------------------------------------------------------------------------ */
+/* memory, as an eager framework would hold it
+ *
+ * Every buffer is allocated once (llama_create), so that no step takes page faults. What tally's
+ * memory view shows is the memory PyTorch would hold for the same step, told through
+ * tally_alloc / tally_free: the parameters, their gradients and AdamW's two moments for as long
+ * as the model lives; each activation from the forward operator that makes it to the backward
+ * that consumes it (autograd's saved tensors); temporaries (unfused RMSNorm's intermediates, a
+ * projection before its residual add, the gradients of activations) for as long as the operator
+ * that needs them. A block is named by its buffer's address, or, for the tensors the demo keeps
+ * in a shared buffer or never materialises (unfused RMSNorm's saved intermediates, attention's
+ * probabilities, the logits' gradient), by the address of one of the model's fields: any address
+ * unique while the block lives names it. Names are dotted paths ("layers.0.mlp.h1") from which
+ * the memory view builds its layout tree.
+ */
+#ifndef TALLY_DISABLE
+static void mem_add(llama_model *m, const void *key, size_t bytes, int category, const char *fmt,
+                    ...) __attribute__((format(printf, 5, 6)));
+static void mem_add(llama_model *m, const void *key, size_t bytes, int category, const char *fmt,
+                    ...)
+{
+    if (m->nlive == m->cap_live)
+        return; /* never: llama_create sized it for every block a step makes */
+    char name[96];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(name, sizeof name, fmt, ap);
+    va_end(ap);
+    tally_alloc(key, bytes, -1, category, name);
+    m->live[m->nlive++] = key;
+}
+
+static void mem_drop(llama_model *m, const void *key)
+{
+    for (int i = m->nlive - 1; i >= 0; i--)
+        if (m->live[i] == key) {
+            m->live[i] = m->live[--m->nlive];
+            tally_free(key);
+            return;
+        }
+}
+
+/* What the step still holds (a forward without backward: inference). */
+static void mem_drop_all(llama_model *m)
+{
+    while (m->nlive > 0)
+        tally_free(m->live[--m->nlive]);
+}
+#else
+static inline void mem_add(llama_model *m, const void *key, size_t bytes, int category,
+                           const char *fmt, ...)
+{
+    (void)m, (void)key, (void)bytes, (void)category, (void)fmt;
+}
+#define mem_drop(m, key) ((void)(m), (void)(key))
+#define mem_drop_all(m)  ((void)(m))
+#endif
+#define ACT  TALLY_MEM_ACTIVATION
+#define TEMP TALLY_MEM_TEMPORARY
+#define FSZ  sizeof(float)
 
 /* ------------------------------------------------------------------------------------------ */
 /* parallel loops */
@@ -225,15 +293,41 @@ void llama_rmsnorm_unfused(float *out, const float *x, const float *w, int rows,
     rmsnorm_unfused_rstd(out, NULL, x, w, rows, dim, eps, scratch);
 }
 
+/* The norm `name` ("layers.0.attention_norm"). Memory: its output and rstd are saved for the
+ * backward; unfused, as eager PyTorch runs it, x^2 and the mean are temporaries, and rsqrt's
+ * output and x * rsqrt are saved too (blocks named by the keys saved_a, saved_b). */
 static void rmsnorm(llama_model *m, float *out, float *rstd, const float *x, const float *w,
-                    int rows)
+                    int rows, const char *name, const void *saved_a, const void *saved_b)
 {
+    size_t n = (size_t)rows * m->c.dim;
+    int fused = m->c.rmsnorm == LLAMA_RMSNORM_FUSED;
     OP_BEGIN("rmsnorm", m->sh.norm);
-    if (m->c.rmsnorm == LLAMA_RMSNORM_FUSED)
+    if (fused) {
         rmsnorm_fused_rstd(out, rstd, x, w, rows, m->c.dim, RMS_EPS);
-    else
+    } else {
+        mem_add(m, m->norm_scratch, n * FSZ, TEMP, "%s.pow", name);
+        mem_add(m, m->norm_scratch + n, n * FSZ, TEMP, "%s.mean", name);
         rmsnorm_unfused_rstd(out, rstd, x, w, rows, m->c.dim, RMS_EPS, m->norm_scratch);
+        mem_drop(m, m->norm_scratch);
+        mem_drop(m, m->norm_scratch + n);
+    }
     OP_END();
+    mem_add(m, out, n * FSZ, ACT, "%s.out", name);
+    mem_add(m, rstd, (size_t)rows * FSZ, ACT, "%s.rstd", name);
+    if (!fused) {
+        mem_add(m, saved_a, n * FSZ, ACT, "%s.rsqrt", name);
+        mem_add(m, saved_b, n * FSZ, ACT, "%s.normed", name);
+    }
+}
+
+/* Drop what rmsnorm saved (its backward is done). */
+static void rmsnorm_drop(llama_model *m, const float *out, const float *rstd, const void *saved_a,
+                         const void *saved_b)
+{
+    mem_drop(m, out);
+    mem_drop(m, rstd);
+    mem_drop(m, saved_a);
+    mem_drop(m, saved_b);
 }
 
 /* Rotate pairs (2i, 2i+1) of every head by pos * theta^(-2i/hd); sign -1 undoes it. */
@@ -344,10 +438,12 @@ static void forward_layer(llama_model *m, int l, int b, int n, int start_pos)
     int T = b * n, D = c->dim, KV = m->kvd, F = c->ffn;
     const float *x = m->res[2 * l];
     float *h = m->res[2 * l + 1], *out = m->res[2 * l + 2];
+    char name[64];
 
     TALLY_SCOPE("attention_block", TALLY_USER)
     {
-        rmsnorm(m, L->xn1, L->rstd1, x, L->attn_norm, T);
+        snprintf(name, sizeof name, "layers.%d.attention_norm", l);
+        rmsnorm(m, L->xn1, L->rstd1, x, L->attn_norm, T, name, &L->xn1, &L->rstd1);
         OP_BEGIN("matmul", m->sh.q);
         matmul(m, L->xn1, L->wq, L->q, T, D, D, 0);
         OP_END();
@@ -357,6 +453,9 @@ static void forward_layer(llama_model *m, int l, int b, int n, int start_pos)
         OP_BEGIN("matmul", m->sh.v);
         matmul(m, L->xn1, L->wv, L->v, T, KV, D, 0);
         OP_END();
+        mem_add(m, L->q, (size_t)T * D * FSZ, ACT, "layers.%d.attention.q", l);
+        mem_add(m, L->k, (size_t)T * KV * FSZ, ACT, "layers.%d.attention.k", l);
+        mem_add(m, L->v, (size_t)T * KV * FSZ, ACT, "layers.%d.attention.v", l);
         OP_BEGIN("rope", m->sh.rope);
         rope_rows(m, L->q, T, D, n, start_pos, 1.0f);
         rope_rows(m, L->k, T, KV, n, start_pos, 1.0f);
@@ -372,32 +471,47 @@ static void forward_layer(llama_model *m, int l, int b, int n, int start_pos)
             at.ntasks = b * c->heads;
         pool_run(m->pool, attn_worker, &at, at.ntasks);
         OP_END();
+        /* eager attention keeps its softmax probabilities [b][heads][n][keys] for the backward:
+         * the part of a step's memory that grows with the square of the sequence */
+        mem_add(m, &L->att, (size_t)b * c->heads * n * (start_pos + n) * FSZ, ACT,
+                "layers.%d.attention.probs", l);
+        mem_add(m, L->att, (size_t)T * D * FSZ, ACT, "layers.%d.attention.out", l);
         OP_BEGIN("matmul", m->sh.o);
         matmul(m, L->att, L->wo, m->tmp, T, D, D, 0);
         OP_END();
+        mem_add(m, m->tmp, (size_t)T * D * FSZ, TEMP, "layers.%d.attention.proj", l);
         OP_BEGIN("add", m->sh.add);
         k_add(h, x, m->tmp, (size_t)T * D);
         OP_END();
+        mem_drop(m, m->tmp);
+        mem_add(m, h, (size_t)T * D * FSZ, ACT, "layers.%d.attention.residual", l);
     }
     TALLY_SCOPE("mlp_block", TALLY_USER)
     {
-        rmsnorm(m, L->xn2, L->rstd2, h, L->ffn_norm, T);
+        snprintf(name, sizeof name, "layers.%d.ffn_norm", l);
+        rmsnorm(m, L->xn2, L->rstd2, h, L->ffn_norm, T, name, &L->xn2, &L->rstd2);
         OP_BEGIN("matmul", m->sh.w1);
         matmul(m, L->xn2, L->w1, L->h1, T, F, D, 0);
         OP_END();
         OP_BEGIN("matmul", m->sh.w3);
         matmul(m, L->xn2, L->w3, L->h3, T, F, D, 0);
         OP_END();
+        mem_add(m, L->h1, (size_t)T * F * FSZ, ACT, "layers.%d.mlp.h1", l);
+        mem_add(m, L->h3, (size_t)T * F * FSZ, ACT, "layers.%d.mlp.h3", l);
         OP_BEGIN("swiglu", m->sh.swiglu);
         for (size_t i = 0; i < (size_t)T * F; i++)
             L->act[i] = silu(L->h1[i]) * L->h3[i];
         OP_END();
+        mem_add(m, L->act, (size_t)T * F * FSZ, ACT, "layers.%d.mlp.act", l);
         OP_BEGIN("matmul", m->sh.w2);
         matmul(m, L->act, L->w2, m->tmp, T, D, F, 0);
         OP_END();
+        mem_add(m, m->tmp, (size_t)T * D * FSZ, TEMP, "layers.%d.mlp.proj", l);
         OP_BEGIN("add", m->sh.add);
         k_add(out, h, m->tmp, (size_t)T * D);
         OP_END();
+        mem_drop(m, m->tmp);
+        mem_add(m, out, (size_t)T * D * FSZ, ACT, "layers.%d.mlp.residual", l);
     }
 }
 
@@ -414,16 +528,19 @@ static const float *forward(llama_model *m, const int32_t *tokens, int b, int n,
         memcpy(m->res[0] + (size_t)r * D, m->embed + (size_t)tok * D, (size_t)D * sizeof(float));
     }
     OP_END();
+    mem_add(m, m->res[0], (size_t)T * D * FSZ, ACT, "embedding.out");
     for (int l = 0; l < c->layers; l++) {
         TALLY_SCOPE("decoder_layer", TALLY_USER)
         {
             forward_layer(m, l, b, n, start_pos);
         }
     }
-    rmsnorm(m, m->xnf, m->rstdf, m->res[2 * c->layers], m->final_norm, T);
+    rmsnorm(m, m->xnf, m->rstdf, m->res[2 * c->layers], m->final_norm, T, "norm", &m->xnf,
+            &m->rstdf);
     OP_BEGIN("lm_head", m->sh.lm_head);
     matmul(m, m->xnf, m->lm_head, m->logits, T, c->vocab, D, 0);
     OP_END();
+    mem_add(m, m->logits, (size_t)T * c->vocab * FSZ, ACT, "lm_head.out");
     return m->logits;
 }
 
@@ -432,7 +549,9 @@ const float *llama_forward(llama_model *m, const int32_t *tokens, int batch, int
     const llama_config *c = &m->c;
     if (batch < 1 || batch > c->batch || n < 1 || start_pos < 0 || start_pos + n > c->seq)
         return NULL;
-    return forward(m, tokens, batch, n, start_pos);
+    const float *logits = forward(m, tokens, batch, n, start_pos);
+    mem_drop_all(m); /* no backward: nothing is kept (the logits are the caller's to read) */
+    return logits;
 }
 
 /* Mean cross-entropy of the logits against m->targets; saves each row's log-sum-exp. */
@@ -453,6 +572,7 @@ static float cross_entropy(llama_model *m, int T)
         total += m->lse[r] - z[m->targets[r]];
     }
     OP_END();
+    mem_add(m, m->lse, (size_t)T * FSZ, ACT, "loss.lse");
     return (float)(total / T);
 }
 
@@ -525,6 +645,8 @@ static void backward_layer(llama_model *m, int l, int T)
 
     TALLY_SCOPE("mlp_block_backward", TALLY_USER)
     {
+        mem_add(m, m->dff1, (size_t)T * F * FSZ, TEMP, "layers.%d.mlp.grad_h1", l);
+        mem_add(m, m->dff2, (size_t)T * F * FSZ, TEMP, "layers.%d.mlp.grad_h3", l);
         linear_backward(m, m->sh.w2, m->dres, L->act, L->w2, T, D, F, m->dff1, 0);
         OP_BEGIN("swiglu_backward", m->sh.swiglu);
         for (size_t i = 0; i < (size_t)T * F; i++) {
@@ -536,6 +658,13 @@ static void backward_layer(llama_model *m, int l, int T)
         linear_backward(m, m->sh.w1, m->dff1, L->xn2, L->w1, T, F, D, m->dxn, 0);
         linear_backward(m, m->sh.w3, m->dff2, L->xn2, L->w3, T, F, D, m->dxn, 1);
         rmsnorm_backward(m, m->dxn, m->res[2 * l + 1], L->rstd2, L->ffn_norm, m->dres, T, 1);
+        mem_drop(m, m->dff1);
+        mem_drop(m, m->dff2);
+        mem_drop(m, L->h1);
+        mem_drop(m, L->h3);
+        mem_drop(m, L->act);
+        mem_drop(m, m->res[2 * l + 2]);
+        rmsnorm_drop(m, L->xn2, L->rstd2, &L->xn2, &L->rstd2);
     }
     TALLY_SCOPE("attention_block_backward", TALLY_USER)
     {
@@ -559,6 +688,13 @@ static void backward_layer(llama_model *m, int l, int T)
         linear_backward(m, m->sh.k, m->dk, L->xn1, L->wk, T, KV, D, m->dxn, 1);
         linear_backward(m, m->sh.v, m->dv, L->xn1, L->wv, T, KV, D, m->dxn, 1);
         rmsnorm_backward(m, m->dxn, m->res[2 * l], L->rstd1, L->attn_norm, m->dres, T, 1);
+        mem_drop(m, L->q);
+        mem_drop(m, L->k);
+        mem_drop(m, L->v);
+        mem_drop(m, &L->att);
+        mem_drop(m, L->att);
+        mem_drop(m, m->res[2 * l + 1]);
+        rmsnorm_drop(m, L->xn1, L->rstd1, &L->xn1, &L->rstd1);
     }
 }
 
@@ -566,6 +702,8 @@ static void backward(llama_model *m, int T)
 {
     const llama_config *c = &m->c;
     int V = c->vocab, D = c->dim;
+    /* the logits' gradient, a tensor of their size (computed in place here) */
+    mem_add(m, &m->logits, (size_t)T * V * FSZ, TEMP, "lm_head.grad_out");
     OP_BEGIN("cross_entropy_backward", m->sh.xent);
     for (int r = 0; r < T; r++) {
         float *z = m->logits + (size_t)r * V;
@@ -574,8 +712,12 @@ static void backward(llama_model *m, int T)
         z[m->targets[r]] -= 1.0f / (float)T;
     }
     OP_END();
+    mem_drop(m, m->lse);
+    mem_drop(m, m->logits);
     linear_backward(m, m->sh.lm_head, m->logits, m->xnf, m->lm_head, T, V, D, m->dxn, 0);
+    mem_drop(m, &m->logits);
     rmsnorm_backward(m, m->dxn, m->res[2 * c->layers], m->rstdf, m->final_norm, m->dres, T, 0);
+    rmsnorm_drop(m, m->xnf, m->rstdf, &m->xnf, &m->rstdf);
     for (int l = c->layers - 1; l >= 0; l--)
         TALLY_SCOPE("decoder_layer_backward", TALLY_USER)
         {
@@ -586,6 +728,8 @@ static void backward(llama_model *m, int T)
     for (int r = 0; r < T; r++)
         k_axpy(gemb + (size_t)m->tokens[r] * D, 1.0f, m->dres + (size_t)r * D, D);
     OP_END();
+    mem_drop(m, m->res[0]);
+    mem_drop_all(m); /* nothing is left; a block missed above would otherwise show as a leak */
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -774,6 +918,89 @@ static void init_norm(float *p, size_t n, uint64_t seed, size_t offset)
 
 #define MAX3(a, b, c) ((a) > (b) ? ((a) > (c) ? (a) : (c)) : ((b) > (c) ? (b) : (c)))
 
+#ifndef TALLY_DISABLE
+/* The model's parameter tensors in the order of m->params, with their names. */
+typedef struct param_ref {
+    const float *p;
+    size_t n;
+    char name[64];
+} param_ref;
+
+static int param_list(const llama_model *m, param_ref *out)
+{
+    const llama_config *c = &m->c;
+    size_t D = (size_t)c->dim, F = (size_t)c->ffn, V = (size_t)c->vocab, KV = (size_t)m->kvd;
+    int k = 0;
+#define PARAM(ptr, count, ...)                                                                     \
+    do {                                                                                           \
+        if (out) {                                                                                 \
+            out[k].p = (ptr);                                                                      \
+            out[k].n = (count);                                                                    \
+            snprintf(out[k].name, sizeof out[k].name, __VA_ARGS__);                                \
+        }                                                                                          \
+        k++;                                                                                       \
+    } while (0)
+    PARAM(m->embed, V * D, "embedding.weight");
+    for (int l = 0; l < c->layers; l++) {
+        const layer *L = &m->L[l];
+        PARAM(L->attn_norm, D, "layers.%d.attention_norm.weight", l);
+        PARAM(L->wq, D * D, "layers.%d.attention.wq.weight", l);
+        PARAM(L->wk, KV * D, "layers.%d.attention.wk.weight", l);
+        PARAM(L->wv, KV * D, "layers.%d.attention.wv.weight", l);
+        PARAM(L->wo, D * D, "layers.%d.attention.wo.weight", l);
+        PARAM(L->ffn_norm, D, "layers.%d.ffn_norm.weight", l);
+        PARAM(L->w1, F * D, "layers.%d.mlp.w1.weight", l);
+        PARAM(L->w3, F * D, "layers.%d.mlp.w3.weight", l);
+        PARAM(L->w2, D * F, "layers.%d.mlp.w2.weight", l);
+    }
+    PARAM(m->final_norm, D, "norm.weight");
+    PARAM(m->lm_head, V * D, "lm_head.weight");
+#undef PARAM
+    return k;
+}
+
+/* Tell tally what the model holds for as long as it lives: each parameter, its gradient and
+ * AdamW's two moments (at the same offsets in their arrays), and the batch's inputs. on = 0:
+ * they are freed. */
+static void record_model_memory(llama_model *m, int on)
+{
+    int n = param_list(m, NULL);
+    param_ref *ps = malloc((size_t)n * sizeof *ps);
+    if (!ps)
+        return;
+    param_list(m, ps);
+    const float *arrays[4] = {m->params, m->grads, m->adam_m, m->adam_v};
+    static const int cats[4] = {TALLY_MEM_PARAMETER, TALLY_MEM_GRADIENT, TALLY_MEM_OPTIMIZER_STATE,
+                                TALLY_MEM_OPTIMIZER_STATE};
+    static const char *const suffix[4] = {"", "", ".exp_avg", ".exp_avg_sq"};
+    char name[96];
+    for (int i = 0; i < n; i++)
+        for (int a = 0; a < 4; a++) {
+            const float *p = arrays[a] + (ps[i].p - m->params);
+            if (!on) {
+                tally_free(p);
+                continue;
+            }
+            snprintf(name, sizeof name, "%s%s", ps[i].name, suffix[a]);
+            tally_alloc(p, ps[i].n * FSZ, -1, cats[a], name);
+        }
+    free(ps);
+    size_t T = (size_t)m->T;
+    if (on) {
+        tally_alloc(m->tokens, T * sizeof(int32_t), -1, TALLY_MEM_INPUT, "batch.tokens");
+        tally_alloc(m->targets, T * sizeof(int32_t), -1, TALLY_MEM_INPUT, "batch.targets");
+    } else {
+        tally_free(m->tokens);
+        tally_free(m->targets);
+    }
+}
+#else
+static void record_model_memory(llama_model *m, int on)
+{
+    (void)m, (void)on;
+}
+#endif
+
 llama_model *llama_create(const llama_config *cfg, char *err, size_t errlen)
 {
     if (llama_config_check(cfg, err, errlen) < 0)
@@ -883,7 +1110,13 @@ llama_model *llama_create(const llama_config *cfg, char *err, size_t errlen)
     if (!(m->pool = pool_create(c->threads)))
         goto oom;
     m->c.threads = pool_threads(m->pool);
+    /* the blocks a step records: at most 32 per layer and a dozen more */
+    m->cap_live = 32 * Lc + 32;
+    if (!(m->live = malloc((size_t)m->cap_live * sizeof *m->live)))
+        goto oom;
     make_shapes(m, c->batch, S);
+    record_model_memory(m, 1);
+    m->memory_recorded = 1;
     return m;
 
 oom:
@@ -897,6 +1130,10 @@ void llama_free(llama_model *m)
 {
     if (!m)
         return;
+    mem_drop_all(m);
+    if (m->memory_recorded)
+        record_model_memory(m, 0);
+    free(m->live);
     pool_destroy(m->pool);
     if (m->L)
         for (int l = 0; l < m->c.layers; l++) {

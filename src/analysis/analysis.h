@@ -69,6 +69,7 @@ typedef struct tl_view_opts {
     int group_by_shape;   /* ops table */
     int64_t threshold_ns; /* gaps: smallest gap / "short kernel" threshold; 0 = view default */
     int series;           /* memory: the full timeline (csv/json) instead of a text summary */
+    int brief;            /* the short form (the summary after a run, the demo's report) */
     int device_set;       /* memory: show only device (-1 = host memory) */
     int32_t device;
 } tl_view_opts;

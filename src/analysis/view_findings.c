@@ -11,6 +11,7 @@
  */
 #include "analysis/attrib.h"
 #include "analysis/insight.h"
+#include "analysis/memory.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -25,10 +26,16 @@
 #define DOMINANT_PCT_MIN   30.0    /* one operator's share of (GPU or self CPU) time */
 #define EXPOSED_PCT_MIN    5.0     /* exposed communication, % of window */
 #define MAX_FINDINGS       5
+/* Memory (ranked after the time findings, by bytes at stake): */
+#define PEAK_SHARE_MIN   25.0                /* one owner's blocks of one kind, % of the peak */
+#define FRAG_PCT_MIN     25.0                /* reserved but not allocated at the peak, % */
+#define FRAG_MIN_BYTES   ((int64_t)64 << 20) /* ... and at least this much */
+#define MAX_MEM_FINDINGS 3
 
 typedef struct finding {
     int64_t stake;
-    char what[192];
+    int memory; /* stake is bytes of memory, not time */
+    char what[256];
     char evidence[384];
     char hint[160];
 } finding;
@@ -42,6 +49,7 @@ typedef struct ctx {
     int64_t short_ns; /* short-kernel threshold */
     finding *f;
     int nf, cap;
+    tl_mem mem; /* the memory replay (empty without memory events) */
 } ctx;
 
 /* Times in findings are read, not compared: three significant digits ("6.97 us", "12 ms"). */
@@ -526,20 +534,214 @@ static void check_exposed_comm(ctx *c)
              "for stragglers");
 }
 
+/* ---- memory ------------------------------------------------------------------------------ */
+
+/* The device whose memory matters most: the GPU with the highest peak, else the host. */
+static const tl_mem_device *main_device(const tl_mem *m)
+{
+    const tl_mem_device *best = NULL;
+    for (size_t i = 0; i < m->ndev; i++) {
+        const tl_mem_device *d = &m->dev[i];
+        if (!d->timeline || d->peak <= 0)
+            continue;
+        if (!best || (d->device >= 0 && best->device < 0) ||
+            ((d->device >= 0) == (best->device >= 0) && d->peak > best->peak))
+            best = d;
+    }
+    return best;
+}
+
+/* What a category's bytes at the peak could be traded for. */
+static const char *peak_hint(int category)
+{
+    switch (category) {
+    case TL_MEM_ACTIVATION:
+        return "recompute them in the backward pass (activation checkpointing), or a smaller "
+               "micro-batch or sequence; 'tally memory' has the layout";
+    case TL_MEM_PARAMETER:
+    case TL_MEM_GRADIENT:
+        return "shard them across ranks (FSDP, ZeRO) or keep them in bf16; 'tally memory' has "
+               "the layout";
+    case TL_MEM_OPTIMIZER_STATE:
+        return "shard the optimizer state (ZeRO-1), or an 8-bit or state-free optimizer";
+    case TL_MEM_TEMPORARY:
+        return "fuse the operators that make these temporaries (torch.compile) or free them "
+               "sooner";
+    default:
+        return "'tally memory' shows what is alive at the peak and who allocated it";
+    }
+}
+
+typedef struct peak_arg {
+    const tl_mem_device *d;
+    int category;
+} peak_arg;
+
+static int alive_at_peak_of(const tl_mem_block *b, const void *arg)
+{
+    const peak_arg *a = arg;
+    return b->category == a->category && tl_mem_alive_at_peak(b, a->d);
+}
+
+/* What the peak is made of: the kind of memory with the most bytes at the peak (parameters,
+ * activations, ...) when it is a large share, named by the range or operator that made most of
+ * it; in a trace whose memory says nothing of its kind, the operator that allocated most. */
+static void check_mem_peak(ctx *c)
+{
+    static const char *const kinds[TL_MEM_CAT_COUNT] = {
+        [TL_MEM_OTHER] = "Memory",           [TL_MEM_PARAMETER] = "Parameters",
+        [TL_MEM_GRADIENT] = "Gradients",     [TL_MEM_OPTIMIZER_STATE] = "Optimizer state",
+        [TL_MEM_ACTIVATION] = "Activations", [TL_MEM_INPUT] = "Inputs",
+        [TL_MEM_TEMPORARY] = "Temporaries"};
+    const tl_mem_device *d = main_device(&c->mem);
+    if (!d)
+        return;
+    int cat = TL_MEM_OTHER; /* the kind with the most bytes, "other" when no kind is known */
+    for (int k = 1; k < TL_MEM_CAT_COUNT; k++)
+        if (d->at_peak[k] > (cat == TL_MEM_OTHER ? 0 : d->at_peak[cat]))
+            cat = k;
+    peak_arg pa = {d, cat};
+    tl_mem_group *g;
+    size_t n;
+    if (tl_mem_group_blocks(c->t, &c->mem, d->device, alive_at_peak_of, &pa, &g, &n) != 0)
+        return;
+    int64_t kind = d->at_peak[cat], top = n ? g[0].bytes : 0;
+    /* the whole kind, unless one owner's part of it is itself large (or the kind is unknown) */
+    int by_owner = n && g[0].owner && (cat == TL_MEM_OTHER || pct(top, d->peak) >= PEAK_SHARE_MIN);
+    int64_t stake = by_owner ? top : kind;
+    if ((cat == TL_MEM_OTHER && !by_owner) || pct(stake, d->peak) < PEAK_SHARE_MIN) {
+        free(g);
+        return;
+    }
+    finding *f = add(c, stake);
+    if (f) {
+        char dev[32], owner[96] = "", b[32], pk[32], at[32], step[32] = "", part[160] = "";
+        f->memory = 1;
+        tl_mem_device_name(d->device, dev, sizeof dev);
+        if (n && g[0].owner)
+            tl_mem_group_name(c->t, &g[0], owner, sizeof owner);
+        tl_fmt_bytes(b, sizeof b, stake);
+        tl_fmt_bytes(pk, sizeof pk, d->peak);
+        int64_t t0, t1;
+        tl_trace_span(c->t, &t0, &t1);
+        tm(at, sizeof at, d->peak_ts - t0);
+        if (d->peak_step >= 0)
+            snprintf(step, sizeof step, " (step %lld)",
+                     (long long)c->mem.steps[d->peak_step].number);
+        double p = pct(stake, d->peak);
+        if (cat == TL_MEM_OTHER)
+            snprintf(f->what, sizeof f->what, "Memory allocated by %s is %.0f%% of the %s peak",
+                     owner, p, dev);
+        else if (by_owner)
+            snprintf(f->what, sizeof f->what, "%s of %s are %.0f%% of the %s peak", kinds[cat],
+                     owner, p, dev);
+        else
+            snprintf(f->what, sizeof f->what, "%s are %.0f%% of the %s peak", kinds[cat], p, dev);
+        if (!by_owner && owner[0]) {
+            char tb[32];
+            tl_fmt_bytes(tb, sizeof tb, top);
+            snprintf(part, sizeof part, "; the most made in %s: %s", owner, tb);
+        }
+        snprintf(f->evidence, sizeof f->evidence, "%s of %s at +%s%s%s", b, pk, at, step, part);
+        snprintf(f->hint, sizeof f->hint, "%s", peak_hint(cat));
+    }
+    free(g);
+}
+
+/* Reserved but not allocated when allocated memory peaked: the caching allocator's free blocks. */
+static void check_mem_fragmentation(ctx *c)
+{
+    for (size_t i = 0; i < c->mem.ndev; i++) {
+        const tl_mem_device *d = &c->mem.dev[i];
+        if (!d->timeline || d->peak <= 0 || d->res_at_peak <= d->peak)
+            continue;
+        int64_t slack = d->res_at_peak - d->peak;
+        double p = pct(slack, d->res_at_peak);
+        if (p < FRAG_PCT_MIN || slack < FRAG_MIN_BYTES)
+            continue;
+        finding *f = add(c, slack);
+        if (!f)
+            return;
+        char dev[32], s[32], r[32], a[32];
+        f->memory = 1;
+        tl_mem_device_name(d->device, dev, sizeof dev);
+        tl_fmt_bytes(s, sizeof s, slack);
+        tl_fmt_bytes(r, sizeof r, d->res_at_peak);
+        tl_fmt_bytes(a, sizeof a, d->peak);
+        snprintf(f->what, sizeof f->what, "%s: %.0f%% of reserved memory unused at the peak", dev,
+                 p);
+        snprintf(f->evidence, sizeof f->evidence,
+                 "%s reserved, %s allocated: %s cached in free blocks (fragmentation)", r, a, s);
+        snprintf(f->hint, sizeof f->hint,
+                 "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True; fewer distinct tensor sizes "
+                 "(pad or bucket shapes)");
+    }
+}
+
+typedef struct kept_arg {
+    int first, last;
+} kept_arg;
+
+static int kept(const tl_mem_block *b, const void *arg)
+{
+    const kept_arg *a = arg;
+    return b->free_pos == SIZE_MAX && !b->live_at_start && b->step >= a->first &&
+           b->step <= a->last;
+}
+
+/* Memory allocated step after step and never freed. */
+static void check_mem_leak(ctx *c)
+{
+    for (size_t i = 0; i < c->mem.ndev; i++) {
+        const tl_mem_device *d = &c->mem.dev[i];
+        if (!d->leak)
+            continue;
+        int steps = d->leak_last - d->leak_first + 1;
+        finding *f = add(c, d->leak_per_step * steps);
+        if (!f)
+            return;
+        char dev[32], per[32], owner[256] = "";
+        f->memory = 1;
+        tl_mem_device_name(d->device, dev, sizeof dev);
+        tl_fmt_bytes(per, sizeof per, d->leak_per_step);
+        kept_arg a = {d->leak_first, d->leak_last};
+        tl_mem_group *g;
+        size_t n;
+        if (tl_mem_group_blocks(c->t, &c->mem, d->device, kept, &a, &g, &n) == 0) {
+            if (n)
+                tl_mem_group_name(c->t, &g[0], owner, sizeof owner);
+            free(g);
+        }
+        snprintf(f->what, sizeof f->what, "%s keeps %s per step it never frees", dev, per);
+        snprintf(f->evidence, sizeof f->evidence,
+                 "steps %lld..%lld each kept memory%s%s while allocated memory grew",
+                 (long long)c->mem.steps[d->leak_first].number,
+                 (long long)c->mem.steps[d->leak_last].number, owner[0] ? " allocated by " : "",
+                 owner);
+        snprintf(f->hint, sizeof f->hint,
+                 "a tensor kept across steps: a loss summed without .item(), outputs appended to "
+                 "a list, a cache that grows");
+    }
+}
+
 /* ---- the view ---------------------------------------------------------------------------- */
 
+/* Time findings first, by time at stake; then memory findings, by bytes at stake. */
 static int cmp_finding(const void *pa, const void *pb)
 {
     const finding *a = pa, *b = pb;
+    if (a->memory != b->memory)
+        return a->memory - b->memory;
     return (a->stake < b->stake) - (a->stake > b->stake);
 }
 
-enum { F_RANK, F_WHAT, F_STAKE, F_EVIDENCE, F_NCOLS };
+enum { F_RANK, F_WHAT, F_STAKE, F_BYTES, F_EVIDENCE, F_NCOLS };
 
 static const tl_col find_cols[F_NCOLS] = {
     [F_RANK] = {"#", "rank", TL_COL_INT, 0},
     [F_WHAT] = {"Finding", "finding", TL_COL_STR, 1},
     [F_STAKE] = {"Time at stake", "at_stake_us", TL_COL_TIME, 0},
+    [F_BYTES] = {"Memory at stake", "at_stake_bytes", TL_COL_BYTES, 0},
     [F_EVIDENCE] = {"Evidence", "evidence", TL_COL_STR, 1},
 };
 
@@ -568,29 +770,51 @@ tl_table *tl_view_findings(const tl_trace *t, const tl_view_opts *o, tl_error *e
     check_long_gaps(&c);
     check_dominant(&c);
     check_exposed_comm(&c);
+    if (t->nmem && tl_mem_compute(t, &c.mem) == 0) {
+        check_mem_peak(&c);
+        check_mem_fragmentation(&c);
+        check_mem_leak(&c);
+    }
 
     if (c.nf > 1)
         qsort(c.f, (size_t)c.nf, sizeof *c.f, cmp_finding);
     int max = o && o->top > 0 ? o->top : MAX_FINDINGS;
-    for (int i = 0; i < c.nf && i < max; i++) {
+    int ntime = 0, nmem = 0, shown = 0, any_mem = 0;
+    int *rank = calloc((size_t)(c.nf ? c.nf : 1), sizeof *rank); /* 0: not shown */
+    for (int i = 0; i < c.nf && rank; i++) {
+        if (c.f[i].memory ? nmem >= MAX_MEM_FINDINGS || nmem >= max : ntime >= max)
+            continue;
         int r = tl_table_add_row(tab);
         if (r < 0)
             break;
-        tl_table_int(tab, r, F_RANK, i + 1);
+        rank[i] = ++shown;
+        c.f[i].memory ? nmem++ : ntime++;
+        any_mem |= c.f[i].memory;
+        tl_table_int(tab, r, F_RANK, shown);
         tl_table_str(tab, r, F_WHAT, c.f[i].what);
-        tl_table_time(tab, r, F_STAKE, c.f[i].stake);
+        if (c.f[i].memory)
+            tl_table_bytes(tab, r, F_BYTES, c.f[i].stake);
+        else
+            tl_table_time(tab, r, F_STAKE, c.f[i].stake);
         tl_table_str(tab, r, F_EVIDENCE, c.f[i].evidence);
     }
-    for (int i = 0; i < c.nf && i < max; i++)
-        tl_table_note(tab, "%d. Try: %s.", i + 1, c.f[i].hint);
+    for (int i = 0; i < c.nf && rank; i++)
+        if (rank[i])
+            tl_table_note(tab, "%d. Try: %s.", rank[i], c.f[i].hint);
+    free(rank);
     if (c.nf == 0)
         tl_table_note(tab, "Nothing stood out: no idle GPU, data-loading, launch, copy, gap, "
-                           "dominant-operator or communication problem above its threshold.");
+                           "dominant-operator, communication or memory problem above its "
+                           "threshold.");
     else
         tl_table_note(tab,
                       "Time at stake: time the problem covers in the profiled window (%s), "
-                      "an upper bound on what fixing it saves. Findings overlap.",
-                      c.w.nsteps ? "its steps" : "the whole trace");
+                      "an upper bound on what fixing it saves.%s Findings overlap.",
+                      c.w.nsteps ? "its steps" : "the whole trace",
+                      any_mem ? " Memory at stake: bytes at the peak (or kept) that fixing it "
+                                "could free."
+                              : "");
+    tl_mem_free(&c.mem);
     free(c.f);
     tl_idle_free(&c.idle);
     tl_ivset_free(&c.window);

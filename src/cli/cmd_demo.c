@@ -12,6 +12,7 @@
  *
  * Exit status: 0; 1 when the session or the report fails; 2 on a usage error.
  */
+#include "analysis/memory.h"
 #include "cli/commands.h"
 #include "cli/runner.h"
 #include "record/env_check.h"
@@ -20,6 +21,7 @@
 #include "llama.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -37,10 +39,12 @@ struct demo {
     llama_config cfg; /* the model options (examples/llama parses them) */
     int rmsnorm;      /* --rmsnorm: an index in rmsnorm_words */
     const char *outdir;
-    const char *views; /* --views, or NULL for the default list */
-    int top;           /* --top */
-    int fmt;           /* --format: a tl_format */
+    const char *views;    /* --views, or NULL for the default list */
+    const char *seq_lens; /* --seq-lens: the sequence-length study instead */
+    int top;              /* --top */
+    int fmt;              /* --format: a tl_format */
     char default_views[256];
+    int quiet_report; /* the sequence-length study: no report per run */
     /* filled by the trace-ready handler during tally_stop */
     char *paths[MAX_WINDOWS];
     int npaths;
@@ -53,6 +57,12 @@ struct variant_stats {
     int64_t rms_calls;
     int64_t step_ns; /* total time in steps */
     int64_t steps;
+    int64_t attn_ns; /* total time in "attention" operator ranges */
+    /* host memory as the workload tells it (tally_alloc): the peak, what it holds, whether it
+     * falls in a backward pass; the highest level of activations at any time; the bytes of
+     * attention's probabilities a step holds */
+    int64_t peak, peak_step, at_peak[TL_MEM_CAT_COUNT], act_peak, probs;
+    int peak_in_backward;
 };
 
 #define CLI_STATE struct demo
@@ -63,6 +73,9 @@ enum { RMSNORM_BOTH, RMSNORM_UNFUSED, RMSNORM_FUSED };
 static const cli_option options[] = {
     CLI_OPTION("output", 'o', CLI_STRING, outdir, "DIR",
                "where the traces go (default ./tally-out)"),
+    CLI_OPTION("seq-lens", 0, CLI_STRING, seq_lens, "L1,L2,...",
+               "instead: one profiled step per sequence length, then attention time and\n"
+               "activation memory per length and how they grow (log-log slope)"),
     CLI_WORDS("rmsnorm", rmsnorm, "KIND", rmsnorm_words,
               "both (default): unfused, then fused, and compare; or unfused, fused"),
     CLI_OPTION("views", 0, CLI_STRING, views, "LIST",
@@ -157,6 +170,46 @@ static int write_json(const tl_trace *t, const char *tally_path)
     return rc;
 }
 
+/* The host memory figures of s from t (the workload records host memory only). */
+static void memory_of(const tl_trace *t, struct variant_stats *s)
+{
+    tl_mem m;
+    if (tl_mem_compute(t, &m) != 0)
+        return;
+    const tl_mem_device *d = tl_mem_device_of(&m, -1);
+    if (d && d->timeline && d->peak > 0) {
+        s->peak = d->peak;
+        s->peak_step = d->peak_step >= 0 ? m.steps[d->peak_step].number : -1;
+        memcpy(s->at_peak, d->at_peak, sizeof s->at_peak);
+        for (size_t i = 0; i < t->nev; i++)
+            if (t->ev[i].cat == TL_CAT_BACKWARD && t->ev[i].ts <= d->peak_ts &&
+                d->peak_ts < t->ev[i].ts + t->ev[i].dur)
+                s->peak_in_backward = 1;
+        /* activations after every record */
+        size_t *pos = malloc((t->nmem ? t->nmem : 1) * sizeof *pos);
+        int64_t(*cat)[TL_MEM_CAT_COUNT] = malloc((t->nmem ? t->nmem : 1) * sizeof *cat);
+        if (pos && cat) {
+            for (size_t i = 0; i < t->nmem; i++)
+                pos[i] = i;
+            if (tl_mem_alive_at(&m, d, pos, t->nmem, cat) == 0)
+                for (size_t i = 0; i < t->nmem; i++)
+                    if (cat[i][TL_MEM_ACTIVATION] > s->act_peak)
+                        s->act_peak = cat[i][TL_MEM_ACTIVATION];
+        }
+        free(pos);
+        free(cat);
+        static const char probs[] = ".attention.probs";
+        for (size_t i = 0; i < m.nblocks; i++) {
+            const char *n = tl_str(&t->strings, m.blocks[i].name);
+            size_t len = strlen(n);
+            if (m.blocks[i].step >= 0 && len >= sizeof probs - 1 &&
+                !strcmp(n + len - (sizeof probs - 1), probs))
+                s->probs += m.blocks[i].bytes;
+        }
+    }
+    tl_mem_free(&m);
+}
+
 static void stats_of(const tl_trace *t, struct variant_stats *s)
 {
     memset(s, 0, sizeof *s);
@@ -165,11 +218,38 @@ static void stats_of(const tl_trace *t, struct variant_stats *s)
         if (e->cat == TL_CAT_STEP) {
             s->step_ns += e->dur;
             s->steps++;
-        } else if (e->cat == TL_CAT_OPERATOR && !strcmp(tl_str(&t->strings, e->name), "rmsnorm")) {
-            s->rms_ns += e->dur;
-            s->rms_calls++;
+        } else if (e->cat == TL_CAT_OPERATOR) {
+            const char *n = tl_str(&t->strings, e->name);
+            if (!strcmp(n, "rmsnorm")) {
+                s->rms_ns += e->dur;
+                s->rms_calls++;
+            } else if (!strcmp(n, "attention")) {
+                s->attn_ns += e->dur;
+            }
         }
     }
+    memory_of(t, s);
+}
+
+/* The memory line of a variant: what the workload holds at its peak. */
+static void print_memory(const struct demo *d, const llama_model *m, const struct variant_stats *s)
+{
+    if (!s->peak)
+        return;
+    FILE *out = d->fmt == TL_FMT_TEXT ? stdout : stderr;
+    char pk[32], p[32], g[32], os[32], a[32], tmp[32], ap[32];
+    tl_fmt_bytes(pk, sizeof pk, s->peak);
+    tl_fmt_bytes(p, sizeof p, s->at_peak[TL_MEM_PARAMETER]);
+    tl_fmt_bytes(g, sizeof g, s->at_peak[TL_MEM_GRADIENT]);
+    tl_fmt_bytes(os, sizeof os, s->at_peak[TL_MEM_OPTIMIZER_STATE]);
+    tl_fmt_bytes(a, sizeof a, s->at_peak[TL_MEM_ACTIVATION]);
+    tl_fmt_bytes(tmp, sizeof tmp, s->at_peak[TL_MEM_TEMPORARY]);
+    tl_fmt_bytes(ap, sizeof ap, s->act_peak);
+    fprintf(out,
+            "\nmemory: peak %s in step %lld%s: parameters %s (%zu x 4 B), gradients %s, AdamW "
+            "state %s (2 x), activations %s, temporaries %s; activations peak at %s\n",
+            pk, (long long)s->peak_step, s->peak_in_backward ? ", in the backward pass" : "", p,
+            llama_param_count(m), g, os, a, tmp, ap);
 }
 
 static double now_s(void)
@@ -253,16 +333,28 @@ static int run_variant(struct demo *d, llama_model *m, const char *name, struct 
         ro.fmt = (tl_format)d->fmt;
         ro.unit = TL_UNIT_AUTO;
         ro.header = 1;
-        int wrc = tl_report_write(stdout, &t, &ro, &err);
+        ro.vo.brief = !d->views; /* the memory view's short form in the default report */
+        int wrc = d->quiet_report ? 0 : tl_report_write(stdout, &t, &ro, &err);
         struct variant_stats s;
         stats_of(&t, &s);
         st->rms_ns += s.rms_ns, st->rms_calls += s.rms_calls;
         st->step_ns += s.step_ns, st->steps += s.steps;
+        st->attn_ns += s.attn_ns;
+        if (s.peak > st->peak) { /* the windows' highest peak, with what it holds */
+            st->peak = s.peak, st->peak_step = s.peak_step;
+            st->peak_in_backward = s.peak_in_backward;
+            memcpy(st->at_peak, s.at_peak, sizeof st->at_peak);
+        }
+        if (s.act_peak > st->act_peak)
+            st->act_peak = s.act_peak;
+        st->probs += s.probs;
         tl_trace_free(&t);
         if (wrc != 0)
             return cli_fail(command.verb, &err);
         fflush(stdout);
     }
+    if (!d->quiet_report)
+        print_memory(d, m, st);
     return d->ready_failed;
 }
 
@@ -284,6 +376,125 @@ static void compare(const struct demo *d, const struct variant_stats *u,
             "%.2fx; step: unfused %s, fused %s\n",
             a, (long long)u->rms_calls, b, (long long)f->rms_calls,
             ((double)u->rms_ns / u->rms_calls) / ((double)f->rms_ns / f->rms_calls), su, sf);
+    if (u->act_peak && f->act_peak) {
+        char ua[32], fa[32];
+        tl_fmt_bytes(ua, sizeof ua, u->act_peak);
+        tl_fmt_bytes(fa, sizeof fa, f->act_peak);
+        fprintf(out, "activations peak: unfused %s, fused %s (%.0f%% less with the fused kernel)\n",
+                ua, fa, 100.0 * (double)(u->act_peak - f->act_peak) / (double)u->act_peak);
+    }
+}
+
+/* ---- the sequence-length study ---------------------------------------------------------- */
+
+#define MAX_LENS 16
+
+/* --seq-lens "64,128,256": ascending lengths >= 2 into lens; their count, or -1. */
+static int parse_lens(const char *s, int *lens)
+{
+    int n = 0;
+    while (*s) {
+        char *end;
+        errno = 0;
+        long v = strtol(s, &end, 10);
+        if (end == s || errno || v < 2 || v > 65536 || n == MAX_LENS || (n && v <= lens[n - 1]) ||
+            (*end && *end != ','))
+            return -1;
+        lens[n++] = (int)v;
+        s = *end ? end + 1 : end;
+    }
+    return n ? n : -1;
+}
+
+/* The slope of log y against log x (least squares): y grows as x to this power. */
+static double loglog_slope(const int *x, const int64_t *y, int n)
+{
+    double sx = 0, sy = 0, sxx = 0, sxy = 0;
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        if (y[i] <= 0)
+            continue;
+        double lx = log((double)x[i]), ly = log((double)y[i]);
+        sx += lx, sy += ly, sxx += lx * lx, sxy += lx * ly;
+        k++;
+    }
+    double den = k * sxx - sx * sx;
+    return k >= 2 && den > 0 ? (k * sxy - sx * sy) / den : NAN;
+}
+
+enum { Q_SEQ, Q_ATTN, Q_STEP, Q_PROBS, Q_ACT, Q_PEAK, Q_NCOLS };
+static const tl_col study_cols[Q_NCOLS] = {
+    [Q_SEQ] = {"Seq", "seq", TL_COL_INT, 0},
+    [Q_ATTN] = {"Attention time", "attention_us", TL_COL_TIME, 0},
+    [Q_STEP] = {"Step time", "step_us", TL_COL_TIME, 0},
+    [Q_PROBS] = {"Attention memory", "attention_memory_bytes", TL_COL_BYTES, 0},
+    [Q_ACT] = {"Activations peak", "activations_peak_bytes", TL_COL_BYTES, 0},
+    [Q_PEAK] = {"Peak", "peak_bytes", TL_COL_BYTES, 0},
+};
+
+/* One profiled step per length (after a warm-up step), each a model and a session of its own;
+ * then the table and the growth exponents. */
+static int seq_study(struct demo *d)
+{
+    int lens[MAX_LENS];
+    int n = parse_lens(d->seq_lens, lens);
+    if (n < 0) {
+        fprintf(stderr,
+                "tally demo: --seq-lens expects ascending lengths >= 2 separated by "
+                "commas (at most 16), got '%s'\n",
+                d->seq_lens);
+        return 2;
+    }
+    int64_t attn[MAX_LENS], probs[MAX_LENS], act[MAX_LENS];
+    tl_table *tab = tl_table_new("Sequence length", "seq_lens", study_cols, Q_NCOLS);
+    if (!tab)
+        return 1;
+    int rc = 0;
+    d->quiet_report = 1;
+    for (int i = 0; i < n && rc == 0; i++) {
+        llama_config c = d->cfg;
+        c.seq = lens[i];
+        c.steps = 1;
+        char err[200], name[32];
+        llama_model *m = llama_create(&c, err, sizeof err);
+        if (!m) {
+            fprintf(stderr, "tally demo: seq %d: %s\n", lens[i], err);
+            rc = 1;
+            break;
+        }
+        snprintf(name, sizeof name, "demo-seq%d", lens[i]);
+        struct variant_stats st;
+        rc = run_variant(d, m, name, &st);
+        llama_free(m);
+        if (rc != 0 || !st.steps)
+            break;
+        attn[i] = st.attn_ns / st.steps;
+        probs[i] = st.probs / st.steps;
+        act[i] = st.act_peak;
+        int r = tl_table_add_row(tab);
+        tl_table_int(tab, r, Q_SEQ, lens[i]);
+        tl_table_time(tab, r, Q_ATTN, attn[i]);
+        tl_table_time(tab, r, Q_STEP, st.step_ns / st.steps);
+        tl_table_bytes(tab, r, Q_PROBS, probs[i]);
+        tl_table_bytes(tab, r, Q_ACT, act[i]);
+        tl_table_bytes(tab, r, Q_PEAK, st.peak);
+    }
+    if (rc == 0 && tab->nrows == n) {
+        tl_table_note(tab,
+                      "Grows as seq^k (log-log slope over the lengths): attention time k = %.2f, "
+                      "attention memory k = %.2f, activations peak k = %.2f.",
+                      loglog_slope(lens, attn, n), loglog_slope(lens, probs, n),
+                      loglog_slope(lens, act, n));
+        tl_table_note(tab, "Attention memory: the softmax probabilities eager attention keeps "
+                           "for the backward pass ([batch, heads, seq, seq] per layer), which a "
+                           "fused (flash) attention does not keep.");
+        tl_out o;
+        tl_out_begin(&o, stdout, (tl_format)d->fmt, TL_UNIT_AUTO);
+        tl_out_table(&o, tab);
+        tl_out_end(&o);
+    }
+    tl_table_free(tab);
+    return rc;
 }
 
 /* The command line into d: CLI_CONTINUE, or the exit status. */
@@ -343,6 +554,16 @@ int cmd_demo(int argc, char **argv)
     int rc = parse(&d, argc, argv);
     if (rc != CLI_CONTINUE)
         return rc;
+    if (d.seq_lens) {
+        if (mkdir(d.outdir, 0777) != 0 && errno != EEXIST) {
+            fprintf(stderr, "tally demo: cannot create %s: %s\n", d.outdir, strerror(errno));
+            return 1;
+        }
+        rc = seq_study(&d);
+        for (int i = 0; i < d.npaths; i++)
+            free(d.paths[i]);
+        return rc;
+    }
 
     if (mkdir(d.outdir, 0777) != 0 && errno != EEXIST) {
         fprintf(stderr, "tally demo: cannot create %s: %s\n", d.outdir, strerror(errno));

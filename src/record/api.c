@@ -723,16 +723,23 @@ void tally__record_api(const tally__api_event *e)
     errno = saved;
 }
 
-/* One MEMORY record (three slots) at p; returns the slot after it. */
+/* Slots of a memory record: two without the allocator's totals (MEMORY_SHORT), else three. */
+static inline uint32_t memory_slots(int64_t total_allocated, int64_t total_reserved)
+{
+    return total_allocated < 0 && total_reserved < 0 ? 2 : 3;
+}
+
+/* One memory record (memory_slots of them) at p; returns the slot after it. */
 static tally__rec *put_memory(tally__rec *p, uint64_t t, uint64_t ptr, int64_t bytes,
                               int32_t device, uint32_t category, int64_t total_allocated,
                               int64_t total_reserved)
 {
     tally__fmt_memory m = {ptr, device, category, total_allocated, total_reserved};
-    p->w0 = TALLY__REC(TALLY__R_MEMORY, t);
+    uint32_t slots = memory_slots(total_allocated, total_reserved);
+    p->w0 = TALLY__REC(slots == 2 ? TALLY__R_MEMORY_SHORT : TALLY__R_MEMORY, t);
     p->w1 = (uint64_t)bytes;
-    memcpy(p + 1, &m, sizeof m);
-    return p + 3;
+    memcpy(p + 1, &m, (slots - 1) * sizeof *p);
+    return p + slots;
 }
 
 void tally__record_memory(uint64_t ptr, int64_t bytes, int32_t device, uint32_t category,
@@ -745,7 +752,7 @@ void tally__record_memory(uint64_t ptr, int64_t bytes, int32_t device, uint32_t 
     tally__tstate *ts = self_state();
     if (TALLY__UNLIKELY(!ts))
         return;
-    tally__rec *p = claim(ts, 3);
+    tally__rec *p = claim(ts, memory_slots(total_allocated, total_reserved));
     if (p)
         commit(ts, put_memory(p, t, ptr, bytes, device, category, total_allocated, total_reserved));
 }
@@ -760,8 +767,8 @@ void tally__record_memory_named(uint64_t ptr, int64_t bytes, int32_t device, uin
     uint64_t t = tally__ticks();
     tally__tstate *ts = self_state();
     if (ts) {
-        tally__rec *p =
-            claim_str(ts, 3, TALLY__STR_NAME, category & TALLY__MEM_CAT_MASK, name, name_len);
+        tally__rec *p = claim_str(ts, memory_slots(-1, -1), TALLY__STR_NAME,
+                                  category & TALLY__MEM_CAT_MASK, name, name_len);
         if (p)
             commit(ts, put_memory(p, t, ptr, bytes, device, category, -1, -1));
     }

@@ -201,8 +201,10 @@ enum {
     TALLY__R_STEP_STOP = 13, /* ticks; w1 = step number: the open step, closed by stop */
     TALLY__R_ARGREF = 14,    /* w1 = key: the argument string of the next PUSH is the one a
                                 keyed STR ARG defined earlier in the file (any thread) */
-    TALLY__R_MEMORY = 15     /* ticks; w1 = bytes allocated (negative: freed); then two slots
+    TALLY__R_MEMORY = 15,    /* ticks; w1 = bytes allocated (negative: freed); then two slots
                                 of tally__fmt_memory */
+    TALLY__R_MEMORY_SHORT = 16 /* the same without the allocator's totals (unknown): one slot,
+                                  the first 16 bytes of tally__fmt_memory (tally_alloc's) */
 };
 
 /* Roles of a STR record: what the string is for. */
@@ -267,6 +269,8 @@ static inline uint64_t tally__rec_slots(const tally__rec *r)
         return 1 + (r->w0 & 0xffffffffu);
     if (t == TALLY__R_MEMORY)
         return 3;
+    if (t == TALLY__R_MEMORY_SHORT)
+        return 2;
     return 1;
 }
 

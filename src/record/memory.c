@@ -24,8 +24,9 @@
 #define SHARDS    64
 #define TOMBSTONE UINT64_C(1)
 
+/* What the table knows of a block. Its address is in the shard's key array, apart: a probe reads
+ * 8-byte keys, 8 to a cache line, and touches the block's info once, where it found it. */
 typedef struct block {
-    uint64_t ptr; /* 0 empty, TOMBSTONE removed */
     uint64_t bytes;
     int32_t device;
     uint32_t category;
@@ -34,7 +35,8 @@ typedef struct block {
 
 typedef struct shard {
     _Atomic int lock;
-    block *tab;
+    uint64_t *key; /* the block's address; 0 empty, TOMBSTONE removed */
+    block *val;
     uint32_t cap, used; /* used: live + tombstones */
 } shard;
 
@@ -55,40 +57,46 @@ static int make_room(shard *s)
     if (s->cap && (s->used + 1) * 2 <= s->cap)
         return 0;
     uint32_t ncap = s->cap ? s->cap * 2 : 256;
-    block *nt = calloc(ncap, sizeof *nt);
-    if (!nt)
+    uint64_t *nk = calloc(ncap, sizeof *nk);
+    block *nv = malloc(ncap * sizeof *nv);
+    if (!nk || !nv) {
+        free(nk);
+        free(nv);
         return -1;
+    }
     uint32_t used = 0;
     for (uint32_t i = 0; i < s->cap; i++) {
-        block *b = &s->tab[i];
-        if (b->ptr <= TOMBSTONE)
+        if (s->key[i] <= TOMBSTONE)
             continue;
-        uint32_t h = (uint32_t)(mix(b->ptr) >> 6) & (ncap - 1);
-        while (nt[h].ptr)
+        uint32_t h = (uint32_t)(mix(s->key[i]) >> 6) & (ncap - 1);
+        while (nk[h])
             h = (h + 1) & (ncap - 1);
-        nt[h] = *b;
+        nk[h] = s->key[i];
+        nv[h] = s->val[i];
         used++;
     }
-    free(s->tab);
-    s->tab = nt;
+    free(s->key);
+    free(s->val);
+    s->key = nk;
+    s->val = nv;
     s->cap = ncap;
     s->used = used;
     return 0;
 }
 
-/* Under s->lock: the entry of ptr, or NULL. */
-static block *find(shard *s, uint64_t ptr, uint64_t h)
+/* Under s->lock: the slot of ptr, or -1. */
+static int64_t find(const shard *s, uint64_t ptr, uint64_t h)
 {
     if (!s->cap)
-        return NULL;
-    for (uint32_t i = (uint32_t)(h >> 6) & (s->cap - 1), k = 0; k < s->cap;
-         i = (i + 1) & (s->cap - 1), k++) {
-        if (s->tab[i].ptr == ptr)
-            return &s->tab[i];
-        if (!s->tab[i].ptr)
-            return NULL;
+        return -1;
+    uint32_t mask = s->cap - 1;
+    for (uint32_t i = (uint32_t)(h >> 6) & mask, k = 0; k < s->cap; i = (i + 1) & mask, k++) {
+        if (s->key[i] == ptr)
+            return i;
+        if (!s->key[i])
+            return -1;
     }
-    return NULL;
+    return -1;
 }
 
 static void record(uint64_t ptr, int64_t bytes, int32_t device, uint32_t category, const char *name)
@@ -116,28 +124,32 @@ TALLY_API void tally_alloc(const void *p, uint64_t bytes, int device, int catego
     uint64_t h = mix(ptr);
     shard *s = &M[h & (SHARDS - 1)];
     tally__spin_lock(&s->lock);
-    block *b = find(s, ptr, h);
-    if (b) { /* allocated again before it was freed */
-        atomic_fetch_add_explicit(&reused, 1, memory_order_relaxed);
-        free(b->name);
-    } else if (make_room(s) == 0) {
-        uint32_t i = (uint32_t)(h >> 6) & (s->cap - 1);
-        while (s->tab[i].ptr > TOMBSTONE)
-            i = (i + 1) & (s->cap - 1);
-        if (!s->tab[i].ptr)
+    if (make_room(s) == 0) {
+        /* one probe: the entry of ptr, else the first free slot (a tombstone or the empty slot
+         * that ends the probe) */
+        uint32_t mask = s->cap - 1, i = (uint32_t)(h >> 6) & mask, hole = UINT32_MAX;
+        for (;; i = (i + 1) & mask) {
+            uint64_t k = s->key[i];
+            if (k == ptr || !k)
+                break;
+            if (k == TOMBSTONE && hole == UINT32_MAX)
+                hole = i;
+        }
+        if (s->key[i] == ptr) { /* allocated again before it was freed */
+            atomic_fetch_add_explicit(&reused, 1, memory_order_relaxed);
+            free(s->val[i].name);
+        } else if (hole != UINT32_MAX) {
+            i = hole; /* a tombstone, counted in used already */
+        } else {
             s->used++;
-        b = &s->tab[i];
-    }
-    if (b) {
-        b->ptr = ptr;
-        b->bytes = bytes;
-        b->device = device;
-        b->category = cat;
-        b->name = copy;
+        }
+        s->key[i] = ptr;
+        s->val[i] = (block){bytes, device, cat, copy};
         copy = NULL;
     }
     tally__spin_unlock(&s->lock);
-    free(copy); /* the table had no room: the block is recorded, not tracked */
+    if (copy) /* the table had no room: the block is recorded, not tracked */
+        free(copy);
     if (tally__recording == TALLY__GATE_ON)
         record(ptr, (int64_t)bytes, device, cat, name);
     errno = saved;
@@ -152,19 +164,19 @@ TALLY_API void tally_free(const void *p)
     uint64_t h = mix(ptr);
     shard *s = &M[h & (SHARDS - 1)];
     tally__spin_lock(&s->lock);
-    block *b = find(s, ptr, h);
-    block gone = {0, 0, 0, 0, NULL};
-    if (b) {
-        gone = *b;
-        b->ptr = TOMBSTONE;
-        b->name = NULL;
+    int64_t i = ptr > TOMBSTONE ? find(s, ptr, h) : -1;
+    block gone = {0, 0, 0, NULL};
+    if (i >= 0) {
+        gone = s->val[i];
+        s->key[i] = TOMBSTONE;
     }
     tally__spin_unlock(&s->lock);
-    if (!b)
+    if (i < 0)
         atomic_fetch_add_explicit(&bad_frees, 1, memory_order_relaxed);
     else if (tally__recording == TALLY__GATE_ON)
         tally__record_memory(ptr, -(int64_t)gone.bytes, gone.device, gone.category, -1, -1);
-    free(gone.name);
+    if (gone.name)
+        free(gone.name);
     errno = saved;
 }
 
@@ -179,15 +191,15 @@ TALLY_API void tally_label_memory(const void *p, uint64_t bytes, int device, int
     uint64_t h = mix(ptr);
     shard *s = &M[h & (SHARDS - 1)];
     tally__spin_lock(&s->lock);
-    block *b = find(s, ptr, h);
+    int64_t i = find(s, ptr, h);
     char *old = NULL;
-    if (b) {
-        b->category = cat;
+    if (i >= 0) {
+        s->val[i].category = cat;
         if (name) {
             char *copy = strdup(name);
             if (copy) {
-                old = b->name;
-                b->name = copy;
+                old = s->val[i].name;
+                s->val[i].name = copy;
             }
         }
     }
@@ -205,15 +217,15 @@ void tally__memory_snapshot(void)
         shard *s = &M[k];
         tally__spin_lock(&s->lock);
         for (uint32_t i = 0; i < s->cap; i++) {
-            block *b = &s->tab[i];
-            if (b->ptr <= TOMBSTONE)
+            const block *b = &s->val[i];
+            if (s->key[i] <= TOMBSTONE)
                 continue;
             uint32_t cat = b->category | TALLY__MEM_LIVE;
             if (b->name)
-                tally__record_memory_named(b->ptr, (int64_t)b->bytes, b->device, cat, b->name,
+                tally__record_memory_named(s->key[i], (int64_t)b->bytes, b->device, cat, b->name,
                                            strlen(b->name));
             else
-                tally__record_memory(b->ptr, (int64_t)b->bytes, b->device, cat, -1, -1);
+                tally__record_memory(s->key[i], (int64_t)b->bytes, b->device, cat, -1, -1);
         }
         tally__spin_unlock(&s->lock);
     }

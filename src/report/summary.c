@@ -261,6 +261,7 @@ int tl_report_write(FILE *f, const tl_trace *t, const tl_report_opts *o, tl_erro
             continue;
         tl_view_opts vo = o->vo;
         vo.series = o->fmt != TL_FMT_TEXT; /* memory: the whole timeline in csv and json */
+        vo.brief |= o->summary;
         if (!d->sortable) {
             vo.sort = NULL;
             vo.ascending = 0;

@@ -813,9 +813,10 @@ static int decode_run(tl_tally_dec *d, const tl_tally_sink *s, const tl_tally_ru
                 return fail_nomem(d, roff);
             break;
         }
-        case TALLY__R_MEMORY: {
-            tally__fmt_memory m;
-            memcpy(&m, pl, sizeof m);
+        case TALLY__R_MEMORY:
+        case TALLY__R_MEMORY_SHORT: {
+            tally__fmt_memory m = {0, 0, 0, -1, -1};
+            memcpy(&m, pl, type == TALLY__R_MEMORY ? sizeof m : 16);
             int64_t ns = (m.category & TALLY__MEM_NS)
                              ? (int64_t)(x.w0 & TALLY__TS_MASK) /* ns already (CUPTI) */
                              : to_ns(d, x.w0);
@@ -857,7 +858,7 @@ static int decode_run(tl_tally_dec *d, const tl_tally_sink *s, const tl_tally_ru
         }
         default: {
             char msg[96];
-            snprintf(msg, sizeof msg, "expected a record type 1..15, found %u", type);
+            snprintf(msg, sizeof msg, "expected a record type 1..16, found %u", type);
             return fail(d, roff, msg);
         }
         }

@@ -648,7 +648,7 @@ TEST(zeros_end_a_run_and_later_runs_are_read)
     memcpy(b.p + damaged + 16 + 32 + 4 * 16 + 16, b.p + damaged + 16 + 32, 16);
     char msg[600];
     CHECK_EQ_INT(read_err(b.p, b.len, msg, sizeof msg), -1);
-    snprintf(want, sizeof want, "f.tally: offset %zu: expected a record type 1..15, found 0",
+    snprintf(want, sizeof want, "f.tally: offset %zu: expected a record type 1..16, found 0",
              damaged + 16 + 32 + 4 * 16);
     CHECK_STR(msg, want);
     free(b.p);
