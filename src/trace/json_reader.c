@@ -172,8 +172,10 @@ __attribute__((noreturn)) static void fail(jr *r, const char *expected)
 
 __attribute__((noreturn)) static void need_more(jr *r, const char *expected)
 {
-    if (r->eof)
+    if (r->eof) {
+        r->pos = r->len; /* what was missing: the input ended first */
         fail(r, expected);
+    }
     longjmp(r->jb, JR_NEED_MORE);
 }
 

@@ -947,17 +947,17 @@ TEST(error_bad_literal_in_skipped_field)
                      "or null), found 't'");
 }
 
-/* The input ends inside the string opened at line 2, column 21. */
+/* The input ends inside the string opened at line 2, column 21: the error points at the end. */
 TEST(error_unterminated_string)
 {
     CHECK_JSON_ERROR("{\"traceEvents\": [\n"
                      "{\"ph\": \"X\", \"name\": \"abc",
-                     "t.json:2:21: expected '\"' closing the string, found '\"'");
+                     "t.json:2:25: expected '\"' closing the string, found end of input");
 }
 
 /* Truncated after the ',' at the end of line 2 (21 characters): the next event was expected at
- * column 22. A file cut inside a number (line 1, column 20) and one cut after the last ']' of
- * traceEvents (the closing '}' missing) fail too. */
+ * column 22. A file cut inside a number (the end of input at line 1, column 22) and one cut
+ * after the last ']' of traceEvents (the closing '}' missing) fail too. */
 TEST(error_truncated_file)
 {
     CHECK_JSON_ERROR("{\"traceEvents\": [\n"
@@ -968,7 +968,7 @@ TEST(error_truncated_file)
     tl_trace t;
     tl_error err;
     CHECK(read_json(&t, "[{\"ph\": \"X\", \"ts\": 12", &err) != 0);
-    CHECK_PREFIX(err.msg, "t.json:1:20: expected a number (ts)");
+    CHECK_PREFIX(err.msg, "t.json:1:22: expected a number (ts), found end of input");
     tl_trace_free(&t);
 }
 
