@@ -19,6 +19,25 @@
 
 /* ---- small helpers ----------------------------------------------------------------------- */
 
+/* Sums and differences of sizes saturate: sizes come from files (a JSON "Bytes" of -1e300 reads
+ * as INT64_MIN), and plain arithmetic would overflow (undefined behaviour, and levels that wrap
+ * around into nonsense that the view's sparkline indexed out of bounds). */
+static int64_t add_sat(int64_t a, int64_t b)
+{
+    int64_t s;
+    if (__builtin_add_overflow(a, b, &s))
+        return b < 0 ? INT64_MIN : INT64_MAX;
+    return s;
+}
+
+static int64_t sub_sat(int64_t a, int64_t b)
+{
+    int64_t s;
+    if (__builtin_sub_overflow(a, b, &s))
+        return b < 0 ? INT64_MAX : INT64_MIN;
+    return s;
+}
+
 void tl_mem_device_name(int32_t device, char *buf, size_t n)
 {
     if (device < 0)
@@ -222,22 +241,23 @@ static void add_to(tl_mem_op *o, const tl_memev *r, int self)
     if (self) {
         if (b > 0) {
             o->self_allocs++;
-            o->self_alloc_bytes += b;
+            o->self_alloc_bytes = add_sat(o->self_alloc_bytes, b);
         } else {
-            o->self_freed_bytes -= b;
+            o->self_freed_bytes = sub_sat(o->self_freed_bytes, b);
         }
     }
     if (b > 0) {
         o->allocs++;
-        o->alloc_bytes += b;
+        o->alloc_bytes = add_sat(o->alloc_bytes, b);
     } else {
-        o->freed_bytes -= b;
+        o->freed_bytes = sub_sat(o->freed_bytes, b);
     }
 }
 
 /* The thread and time of each record: its own, or for CUPTI's records (on a stream) those of
- * the API call with its correlation id. */
-static int places(const tl_trace *t, where *w, size_t *nw)
+ * the API call with its correlation id. Records with no thread (their call is not in the trace)
+ * are owned by nothing: counted in *unowned, as memory.h defines it. */
+static int places(const tl_trace *t, where *w, size_t *nw, uint64_t *unowned)
 {
     tl_keymap api = {0};
     int any_corr = 0;
@@ -261,13 +281,17 @@ static int places(const tl_trace *t, where *w, size_t *nw)
         where x = {r->track, r->ts, i};
         if (r->corr) {
             int32_t k = tl_keymap_get(&api, r->corr);
-            if (k < 0)
-                continue; /* its call is not in the trace: no owner */
+            if (k < 0) {
+                ++*unowned; /* its call is not in the trace: no owner */
+                continue;
+            }
             x.track = t->ev[k].track;
             x.ts = t->ev[k].ts;
         }
-        if (x.track >= t->ntracks || t->tracks[x.track].kind != TL_TRACK_THREAD)
+        if (x.track >= t->ntracks || t->tracks[x.track].kind != TL_TRACK_THREAD) {
+            ++*unowned;
             continue;
+        }
         w[n++] = x;
     }
     tl_keymap_free(&api);
@@ -283,7 +307,7 @@ static int attribute(const tl_trace *t, tl_mem *m, int32_t *owner)
     where *w = tl_big_alloc((t->nmem ? t->nmem : 1) * sizeof *w);
     size_t nw = 0;
     tl_track_index ix = {0};
-    if (!w || places(t, w, &nw) != 0 || tl_track_index_build(t, &ix) != 0) {
+    if (!w || places(t, w, &nw, &m->unowned) != 0 || tl_track_index_build(t, &ix) != 0) {
         free(w);
         free(merged);
         return -1;
@@ -462,9 +486,10 @@ static int replay(const tl_trace *t, tl_mem *m, const int32_t *owner)
         if (!s->started && !(r->flags & TL_MEM_LIVE)) {
             s->started = 1;
             int64_t change = is_change(r) ? r->bytes : 0;
-            d->alloc_start = r->total_allocated >= 0 ? r->total_allocated - change : s->level;
+            d->alloc_start =
+                r->total_allocated >= 0 ? sub_sat(r->total_allocated, change) : s->level;
             int64_t rchange = (r->flags & TL_MEM_RESERVE) ? r->bytes : 0;
-            d->res_start = r->total_reserved >= 0 ? r->total_reserved - rchange : s->res;
+            d->res_start = r->total_reserved >= 0 ? sub_sat(r->total_reserved, rchange) : s->res;
         }
         if (r->total_allocated >= 0)
             s->any_total = 1;
@@ -472,13 +497,13 @@ static int replay(const tl_trace *t, tl_mem *m, const int32_t *owner)
             d->reserved_known = 1;
 
         if (r->flags & TL_MEM_RESERVE) {
-            s->res = r->total_reserved >= 0 ? r->total_reserved : s->res + r->bytes;
+            s->res = r->total_reserved >= 0 ? r->total_reserved : add_sat(s->res, r->bytes);
         } else if (r->bytes > 0) {
             if (live) { /* allocated again before it was freed: the old block ends here */
                 m->reused++;
                 end_block(live, r, i);
                 if (r->total_allocated < 0)
-                    s->level -= live->bytes;
+                    s->level = sub_sat(s->level, live->bytes);
             }
             if (r->addr) {
                 if (new_block(m, &cap_blocks, r, i, owner, m) != 0 ||
@@ -487,10 +512,10 @@ static int replay(const tl_trace *t, tl_mem *m, const int32_t *owner)
                     break;
                 }
             }
-            s->level = r->total_allocated >= 0 ? r->total_allocated : s->level + r->bytes;
+            s->level = r->total_allocated >= 0 ? r->total_allocated : add_sat(s->level, r->bytes);
             if (!(r->flags & TL_MEM_LIVE)) {
                 d->allocs++;
-                d->alloc_bytes += r->bytes;
+                d->alloc_bytes = add_sat(d->alloc_bytes, r->bytes);
             }
         } else if (r->bytes < 0) {
             if (live) {
@@ -502,9 +527,9 @@ static int replay(const tl_trace *t, tl_mem *m, const int32_t *owner)
             } else if (r->addr) {
                 m->unmatched++;
             }
-            s->level = r->total_allocated >= 0 ? r->total_allocated : s->level + r->bytes;
+            s->level = r->total_allocated >= 0 ? r->total_allocated : add_sat(s->level, r->bytes);
             d->frees++;
-            d->freed_bytes -= r->bytes;
+            d->freed_bytes = sub_sat(d->freed_bytes, r->bytes);
         }
         if (r->total_reserved >= 0 && !(r->flags & TL_MEM_RESERVE))
             s->res = r->total_reserved;
@@ -583,8 +608,8 @@ static int judge(const tl_mem *m, tl_mem_device *d)
         if (b->device != d->device)
             continue;
         if (d->peak >= 0 && tl_mem_alive_at_peak(b, d)) {
-            d->at_peak[b->category] += b->bytes;
-            known += b->bytes;
+            d->at_peak[b->category] = add_sat(d->at_peak[b->category], b->bytes);
+            known = add_sat(known, b->bytes);
         }
     }
     if (d->peak >= 0)
@@ -597,7 +622,7 @@ static int judge(const tl_mem *m, tl_mem_device *d)
     for (size_t i = 0; i < m->nblocks; i++) {
         const tl_mem_block *b = &m->blocks[i];
         if (b->device == d->device && b->free_pos == SIZE_MAX && b->step >= 0 && !b->live_at_start)
-            d->retained[b->step] += b->bytes;
+            d->retained[b->step] = add_sat(d->retained[b->step], b->bytes);
     }
     /* judged: every step but the first (state made once: optimizer state, caches) and the
      * last (what it allocated may be freed by the next step, which the trace does not hold) */
@@ -759,7 +784,7 @@ int tl_mem_group_blocks(const tl_trace *t, const tl_mem *m, int32_t device,
             g[k] = (tl_mem_group){owner, caller, b->category, 0, 0};
         }
         g[k].blocks++;
-        g[k].bytes += b->bytes;
+        g[k].bytes = add_sat(g[k].bytes, b->bytes);
     }
     for (int c = 0; c < TL_MEM_CAT_COUNT; c++)
         tl_keymap_free(&idx[c]);
@@ -813,7 +838,7 @@ int tl_mem_alive_at(const tl_mem *m, const tl_mem_device *d, const size_t *pos, 
     for (size_t q = 0; q < n; q++) {
         /* alive after pos[q]: allocated at or before it, not freed at or before it */
         for (; k < nd && pos[q] != SIZE_MAX && dl[k].pos <= pos[q]; k++)
-            cur[dl[k].category] += dl[k].bytes;
+            cur[dl[k].category] = add_sat(cur[dl[k].category], dl[k].bytes);
         memcpy(out[q], cur, sizeof cur);
     }
     free(dl);
@@ -862,12 +887,12 @@ int tl_mem_tree_build(const tl_trace *t, const tl_mem *m, const tl_mem_device *d
         if (!b->name || !tl_mem_alive_at_peak(b, d) || (category >= 0 && b->category != category))
             continue;
         size_t k = 0;
-        l->n[0].total += b->bytes;
+        l->n[0].total = add_sat(l->n[0].total, b->bytes);
         if (category < 0) {
             const char *cat = tl_mem_cat_name((tl_mem_cat)b->category);
             if (!(k = tree_child(l, 0, cat, strlen(cat))))
                 goto oom;
-            l->n[k].total += b->bytes;
+            l->n[k].total = add_sat(l->n[k].total, b->bytes);
         }
         const char *s = tl_str(&t->strings, b->name);
         for (int depth = 0; *s; depth++) {
@@ -876,12 +901,12 @@ int tl_mem_tree_build(const tl_trace *t, const tl_mem *m, const tl_mem_device *d
             size_t len = dot && depth < 64 ? (size_t)(dot - s) : strlen(s);
             if (!(k = tree_child(l, k, s, len)))
                 goto oom;
-            l->n[k].total += b->bytes;
+            l->n[k].total = add_sat(l->n[k].total, b->bytes);
             s += len;
             if (*s == '.')
                 s++;
         }
-        l->n[k].layer += b->bytes;
+        l->n[k].layer = add_sat(l->n[k].layer, b->bytes);
     }
     return 0;
 oom:

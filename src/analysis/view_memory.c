@@ -214,8 +214,10 @@ static tl_table *timeline_table(const tl_trace *t, const tl_mem *m, const tl_vie
         char line[SPARK_WIDTH * 3 + 1];
         size_t n = 0;
         for (int k = 0; k < SPARK_WIDTH; k++) {
-            int b =
-                high > low ? (int)(7.0 * (double)(hi[k] - low) / (double)(high - low) + 0.5) : 0;
+            /* in doubles: high - low need not fit in an int64 (levels from a file's absurd
+             * sizes), and its wrapped value indexed bars[] out of bounds */
+            double range = (double)high - (double)low;
+            int b = high > low ? (int)(7.0 * ((double)hi[k] - (double)low) / range + 0.5) : 0;
             memcpy(line + n, bars[b], 3);
             n += 3;
         }
