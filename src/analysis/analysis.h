@@ -68,9 +68,10 @@ typedef struct tl_view_opts {
     int per_stream;       /* kernel view: one row per (kernel, stream) */
     int group_by_shape;   /* ops table */
     int64_t threshold_ns; /* gaps: smallest gap / "short kernel" threshold; 0 = view default */
-    int series;           /* memory: the full timeline (csv/json) instead of a text summary */
-    int brief;            /* the short form (the summary after a run, the demo's report) */
-    int device_set;       /* memory: show only device (-1 = host memory) */
+    int series;     /* memory: the full timeline and layout (csv/json) instead of text summaries */
+    int brief;      /* the short form (the summary after a run, the demo's report): memory shows its
+                     * devices, the peak by category and any leak */
+    int device_set; /* memory: show only device (-1 = host memory) */
     int32_t device;
 } tl_view_opts;
 

@@ -12,8 +12,10 @@
 #include "analysis/attrib.h"
 #include "analysis/insight.h"
 #include "trace/grow_array.h"
+#include "trace/natsort.h"
 #include "trace/u64map.h"
 
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -585,8 +587,7 @@ static size_t count_until(const void *base, size_t n, size_t stride, int64_t x)
     return lo;
 }
 
-/* Allocated at time x on d: the level after the last record at or before x. */
-static int64_t level_at(const tl_mem_device *d, int64_t x)
+int64_t tl_mem_level_at(const tl_mem_device *d, int64_t x)
 {
     size_t k = count_until(d->series, d->nseries, sizeof *d->series, x);
     return k ? d->series[k - 1].allocated : d->alloc_start;
@@ -627,9 +628,9 @@ static int judge(const tl_mem *m, tl_mem_device *d)
     /* judged: every step but the first (state made once: optimizer state, caches) and the
      * last (what it allocated may be freed by the next step, which the trace does not hold) */
     size_t first = 1, last = m->nsteps - 2, n = last - first + 1;
-    int64_t prev = level_at(d, m->steps[0].end), start = prev;
+    int64_t prev = tl_mem_level_at(d, m->steps[0].end), start = prev;
     for (size_t k = first; k <= last; k++) {
-        int64_t lv = level_at(d, m->steps[k].end);
+        int64_t lv = tl_mem_level_at(d, m->steps[k].end);
         if (d->retained[k] <= 0 || lv < prev)
             return 0;
         prev = lv;
@@ -848,29 +849,151 @@ int tl_mem_alive_at(const tl_mem *m, const tl_mem_device *d, const size_t *pos, 
 /* ---- layout tree ------------------------------------------------------------------------------
  */
 
-/* The child of parent named comp, added when missing; 0 when out of memory. */
+static uint64_t child_hash(size_t parent, const char *comp, size_t len)
+{
+    uint64_t h = 1469598103934665603ULL ^ (uint64_t)parent * 0x9E3779B97F4A7C15ULL;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)comp[i]) * 1099511628211ULL;
+    return h ^ (h >> 29);
+}
+
+/* Put node k in the index (its slot free; the index not full). */
+static void index_put(tl_mem_tree *l, size_t k)
+{
+    size_t mask = l->icap - 1, i = child_hash(l->n[k].parent, l->n[k].comp, l->n[k].len) & mask;
+    while (l->index[i])
+        i = (i + 1) & mask;
+    l->index[i] = k;
+}
+
+/* The child of parent named comp, added when missing (in a hash index of (parent, name), so
+ * that a node with many children costs no more than one with few); 0 when out of memory. */
 static size_t tree_child(tl_mem_tree *l, size_t parent, const char *comp, size_t len)
 {
-    for (size_t c = l->n[parent].first; c; c = l->n[c].next)
-        if (l->n[c].len == len && !memcmp(l->n[c].comp, comp, len))
-            return c;
+    if (l->icap) {
+        size_t mask = l->icap - 1, i = child_hash(parent, comp, len) & mask;
+        for (size_t c; (c = l->index[i]); i = (i + 1) & mask)
+            if (l->n[c].parent == parent && l->n[c].len == len && !memcmp(l->n[c].comp, comp, len))
+                return c;
+    }
     if (tl_grow_array(&l->n, &l->cap, l->count + 1, sizeof *l->n) != 0)
         return 0;
+    if (2 * l->count >= l->icap) { /* at most half full: rebuild twice as large */
+        size_t ncap = l->icap ? 2 * l->icap : 64;
+        size_t *ni = calloc(ncap, sizeof *ni);
+        if (!ni)
+            return 0;
+        free(l->index);
+        l->index = ni;
+        l->icap = ncap;
+        for (size_t c = 1; c < l->count; c++)
+            index_put(l, c);
+    }
     size_t k = l->count++;
     memset(&l->n[k], 0, sizeof l->n[k]);
     l->n[k].comp = comp;
     l->n[k].len = len;
+    l->n[k].parent = parent;
     if (l->n[parent].last)
         l->n[l->n[parent].last].next = k;
     else
         l->n[parent].first = k;
     l->n[parent].last = k;
+    index_put(l, k);
     return k;
+}
+
+/* Natural order of two path components: runs of digits compare as numbers (layers.2 before
+ * layers.10), the rest byte by byte. */
+static int natural_cmp(const char *a, size_t na, const char *b, size_t nb)
+{
+    size_t i = 0, j = 0;
+    while (i < na && j < nb) {
+        if (isdigit((unsigned char)a[i]) && isdigit((unsigned char)b[j])) {
+            while (i < na && a[i] == '0')
+                i++;
+            while (j < nb && b[j] == '0')
+                j++;
+            size_t di = i, dj = j;
+            while (di < na && isdigit((unsigned char)a[di]))
+                di++;
+            while (dj < nb && isdigit((unsigned char)b[dj]))
+                dj++;
+            if (di - i != dj - j) /* more significant digits: larger */
+                return di - i < dj - j ? -1 : 1;
+            int c = memcmp(a + i, b + j, di - i);
+            if (c)
+                return c;
+            i = di;
+            j = dj;
+        } else if (a[i] != b[j]) {
+            return (unsigned char)a[i] < (unsigned char)b[j] ? -1 : 1;
+        } else {
+            i++;
+            j++;
+        }
+    }
+    return (i < na) - (j < nb);
+}
+
+/* The rank of a category root: the order of tl_mem_cat, "other" last. */
+static int cat_rank(const tl_mem_node *n)
+{
+    for (int c = 1; c < TL_MEM_CAT_COUNT; c++) {
+        const char *name = tl_mem_cat_name((tl_mem_cat)c);
+        if (strlen(name) == n->len && !memcmp(name, n->comp, n->len))
+            return c;
+    }
+    return TL_MEM_CAT_COUNT;
+}
+
+typedef struct sort_ctx {
+    const tl_mem_tree *l;
+    int by_category; /* the children are category roots */
+} sort_ctx;
+
+static int child_before(const size_t *x, const size_t *y, const sort_ctx *c)
+{
+    const tl_mem_node *a = &c->l->n[*x], *b = &c->l->n[*y];
+    if (c->by_category)
+        return cat_rank(a) < cat_rank(b);
+    return natural_cmp(a->comp, a->len, b->comp, b->len) < 0;
+}
+
+TL_NATURAL_MERGE_SORT(sort_children, size_t, const sort_ctx *, child_before)
+
+/* Relink every node's children in order (category roots in category order, the rest in
+ * natural order). 0, or -1 when out of memory. */
+static int order_children(tl_mem_tree *l, int category_roots)
+{
+    size_t *a = malloc(2 * l->count * sizeof *a);
+    if (!a)
+        return -1;
+    for (size_t k = 0; k < l->count; k++) {
+        size_t n = 0;
+        for (size_t c = l->n[k].first; c; c = l->n[c].next)
+            a[n++] = c;
+        if (n < 2)
+            continue;
+        sort_ctx ctx = {l, category_roots && k == 0};
+        size_t *sorted = sort_children(a, a + n, n, &ctx);
+        if (!sorted) {
+            free(a);
+            return -1;
+        }
+        l->n[k].first = sorted[0];
+        l->n[k].last = sorted[n - 1];
+        for (size_t i = 0; i < n; i++)
+            l->n[sorted[i]].next = i + 1 < n ? sorted[i + 1] : 0;
+    }
+    free(a);
+    return 0;
 }
 
 void tl_mem_tree_free(tl_mem_tree *tree)
 {
     free(tree->n);
+    free(tree->index);
     memset(tree, 0, sizeof *tree);
 }
 
@@ -908,6 +1031,8 @@ int tl_mem_tree_build(const tl_trace *t, const tl_mem *m, const tl_mem_device *d
         }
         l->n[k].layer = add_sat(l->n[k].layer, b->bytes);
     }
+    if (order_children(l, category < 0) != 0)
+        goto oom;
     return 0;
 oom:
     tl_mem_tree_free(l);
@@ -924,4 +1049,26 @@ size_t tl_mem_tree_path(const tl_mem_tree *l, size_t k, char *path, size_t plen,
     n += take;
     path[n] = 0;
     return n;
+}
+
+const tl_mem_device *tl_mem_main_device(const tl_mem *m)
+{
+    const tl_mem_device *best = NULL;
+    for (size_t i = 0; i < m->ndev; i++) {
+        const tl_mem_device *d = &m->dev[i];
+        if (!d->timeline || d->peak <= 0)
+            continue;
+        /* a GPU before the host; the highest peak among them */
+        if (!best || (d->device >= 0 && best->device < 0) ||
+            ((d->device >= 0) == (best->device >= 0) && d->peak > best->peak))
+            best = d;
+    }
+    return best;
+}
+
+int tl_mem_kept(const tl_mem_block *b, const void *device)
+{
+    const tl_mem_device *d = device;
+    return b->device == d->device && b->free_pos == SIZE_MAX && !b->live_at_start &&
+           b->step >= d->leak_first && b->step <= d->leak_last;
 }

@@ -122,23 +122,30 @@ typedef struct tl_mem {
 int tl_mem_alive_at(const tl_mem *m, const tl_mem_device *d, const size_t *pos, size_t n,
                     int64_t (*out)[TL_MEM_CAT_COUNT]);
 
+/* Allocated on d at time x: the level after its last record at or before x (alloc_start before
+ * the first). */
+int64_t tl_mem_level_at(const tl_mem_device *d, int64_t x);
+
 /* The position in t->mem of the last record at or before time x; SIZE_MAX when none. */
 size_t tl_mem_pos_at(const tl_trace *t, int64_t x);
 
 /* The layout tree of the named blocks alive at a device's peak, as InternLM's SimpleMemState
- * builds it from dotted names: a node per path component, children in the order they first
- * appear; layer = bytes of blocks named by the node's path, total = its subtree's. Node 0 is the
- * root; with category < 0 its children are one node per category name, above the paths. */
+ * builds it from dotted names: a node per path component, children in natural order (layers.2
+ * before layers.10), category roots in the order of tl_mem_cat; layer =
+ * bytes of blocks named by the node's path, total = its subtree's. Node 0 is the root; with
+ * category < 0 its children are one node per category name, above the paths. */
 typedef struct tl_mem_node {
     const char *comp; /* the path component (not NUL-terminated: len) */
     size_t len;
     int64_t layer, total;
     size_t first, last, next; /* children, sibling; 0 = none */
+    size_t parent;
 } tl_mem_node;
 
 typedef struct tl_mem_tree {
     tl_mem_node *n;
     size_t count, cap;
+    size_t *index, icap; /* nodes by (parent, component): open addressing, 0 = empty */
 } tl_mem_tree;
 
 int tl_mem_tree_build(const tl_trace *t, const tl_mem *m, const tl_mem_device *d, int category,
@@ -178,6 +185,14 @@ int tl_mem_group_blocks(const tl_trace *t, const tl_mem *m, int32_t device,
                         tl_mem_group **out, size_t *nout);
 /* "aten::mm", "aten::linear (aten::empty)", "<unknown>". */
 void tl_mem_group_name(const tl_trace *t, const tl_mem_group *g, char *buf, size_t n);
+
+/* The device whose memory matters most: the GPU with the highest peak, else the host; NULL when
+ * no device has a peak. */
+const tl_mem_device *tl_mem_main_device(const tl_mem *m);
+
+/* A keep function for tl_mem_group_blocks (arg: the tl_mem_device): the blocks a leak keeps,
+ * allocated in a judged step of that device and never freed. */
+int tl_mem_kept(const tl_mem_block *b, const void *device);
 
 /* Non-zero when block b is alive at the peak of its device (d). */
 static inline int tl_mem_alive_at_peak(const tl_mem_block *b, const tl_mem_device *d)

@@ -536,21 +536,6 @@ static void check_exposed_comm(ctx *c)
 
 /* ---- memory ------------------------------------------------------------------------------ */
 
-/* The device whose memory matters most: the GPU with the highest peak, else the host. */
-static const tl_mem_device *main_device(const tl_mem *m)
-{
-    const tl_mem_device *best = NULL;
-    for (size_t i = 0; i < m->ndev; i++) {
-        const tl_mem_device *d = &m->dev[i];
-        if (!d->timeline || d->peak <= 0)
-            continue;
-        if (!best || (d->device >= 0 && best->device < 0) ||
-            ((d->device >= 0) == (best->device >= 0) && d->peak > best->peak))
-            best = d;
-    }
-    return best;
-}
-
 /* What a category's bytes at the peak could be traded for. */
 static const char *peak_hint(int category)
 {
@@ -593,7 +578,7 @@ static void check_mem_peak(ctx *c)
         [TL_MEM_GRADIENT] = "Gradients",     [TL_MEM_OPTIMIZER_STATE] = "Optimizer state",
         [TL_MEM_ACTIVATION] = "Activations", [TL_MEM_INPUT] = "Inputs",
         [TL_MEM_TEMPORARY] = "Temporaries"};
-    const tl_mem_device *d = main_device(&c->mem);
+    const tl_mem_device *d = tl_mem_main_device(&c->mem);
     if (!d)
         return;
     int cat = TL_MEM_OTHER; /* the kind with the most bytes, "other" when no kind is known */
@@ -678,17 +663,6 @@ static void check_mem_fragmentation(ctx *c)
     }
 }
 
-typedef struct kept_arg {
-    int first, last;
-} kept_arg;
-
-static int kept(const tl_mem_block *b, const void *arg)
-{
-    const kept_arg *a = arg;
-    return b->free_pos == SIZE_MAX && !b->live_at_start && b->step >= a->first &&
-           b->step <= a->last;
-}
-
 /* Memory allocated step after step and never freed. */
 static void check_mem_leak(ctx *c)
 {
@@ -704,10 +678,9 @@ static void check_mem_leak(ctx *c)
         f->memory = 1;
         tl_mem_device_name(d->device, dev, sizeof dev);
         tl_fmt_bytes(per, sizeof per, d->leak_per_step);
-        kept_arg a = {d->leak_first, d->leak_last};
         tl_mem_group *g;
         size_t n;
-        if (tl_mem_group_blocks(c->t, &c->mem, d->device, kept, &a, &g, &n) == 0) {
+        if (tl_mem_group_blocks(c->t, &c->mem, d->device, tl_mem_kept, d, &g, &n) == 0) {
             if (n)
                 tl_mem_group_name(c->t, &g[0], owner, sizeof owner);
             free(g);

@@ -7,6 +7,7 @@
 #include "analysis/memory.h"
 #include "analysis/views.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -109,11 +110,19 @@ static tl_table *device_table(const tl_trace *t, const tl_mem *m, const tl_view_
         bytes_or_unknown(tab, r, D_REND, d->res_end);
         if (d->res_at_peak > d->peak && d->peak > 0) {
             tl_fmt_bytes(a, sizeof a, d->res_at_peak - d->peak);
+            /* strictly between 0 and 100: never printed as either */
+            double pct = 100.0 * (double)(d->res_at_peak - d->peak) / (double)d->res_at_peak;
+            char p[16];
+            if (pct < 1)
+                snprintf(p, sizeof p, "<1");
+            else if (pct >= 99.5)
+                snprintf(p, sizeof p, "%.1f", pct < 99.9 ? pct : 99.9);
+            else
+                snprintf(p, sizeof p, "%.0f", pct);
             tl_table_note(tab,
                           "%s: at the peak %s reserved by the allocator was not allocated "
-                          "(%.0f%% of reserved: cached free blocks, fragmentation).",
-                          name, a,
-                          100.0 * (double)(d->res_at_peak - d->peak) / (double)d->res_at_peak);
+                          "(%s%% of reserved: cached free blocks, fragmentation).",
+                          name, a, p);
         }
         if (d->leak) {
             tl_fmt_bytes(a, sizeof a, d->leak_per_step);
@@ -258,6 +267,19 @@ static tl_table *peak_table(const tl_mem *m, const tl_view_opts *o)
         const tl_mem_device *d = peaked(m, o, i, name);
         if (!d)
             continue;
+        double known = 0; /* in doubles: sizes from a file may be absurd */
+        for (int c = 0; c < TL_MEM_CAT_COUNT; c++)
+            known += (double)d->at_peak[c];
+        if (known > (double)d->peak) {
+            char over[32];
+            double x = known - (double)d->peak;
+            tl_fmt_bytes(over, sizeof over, x < 9e18 ? (int64_t)x : INT64_MAX);
+            tl_table_note(tab,
+                          "%s: the categories exceed the allocator's level by %s: blocks "
+                          "allocated before its count began (PyTorch's CPU allocator counts "
+                          "only what was allocated after memory profiling started).",
+                          name, over);
+        }
         for (int c = 0; c <= TL_MEM_CAT_COUNT; c++) {
             int64_t v = c < TL_MEM_CAT_COUNT ? d->at_peak[c] : d->at_peak_unknown;
             if (v <= 0)
@@ -289,9 +311,9 @@ static const tl_col layout_cols[L_NCOLS] = {
     [L_TOTAL] = {"Total bytes", "total_bytes", TL_COL_BYTES, 0},
 };
 
-/* Pre-order rows under node k, its path in path[0..plen). */
+/* Pre-order rows under node k, its path in path[0..plen), down to depth max_depth. */
 static void layout_rows(tl_table *tab, const tl_mem_tree *l, size_t k, const char *dev, char *path,
-                        size_t plen, size_t cap, int depth)
+                        size_t plen, size_t cap, int depth, int max_depth)
 {
     for (size_t c = l->n[k].first; c; c = l->n[c].next) {
         size_t n = tl_mem_tree_path(l, c, path, plen, cap);
@@ -300,10 +322,11 @@ static void layout_rows(tl_table *tab, const tl_mem_tree *l, size_t k, const cha
             return;
         tl_table_str(tab, r, L_DEV, dev);
         tl_table_str(tab, r, L_LAYER, path);
-        tl_table_indent(tab, r, L_LAYER, depth);
+        tl_table_indent(tab, r, L_LAYER, depth < 32 ? depth : 32);
         tl_table_bytes(tab, r, L_LAYER_BYTES, l->n[c].layer);
         tl_table_bytes(tab, r, L_TOTAL, l->n[c].total);
-        layout_rows(tab, l, c, dev, path, n, cap, depth < 32 ? depth + 1 : depth);
+        if (depth < max_depth)
+            layout_rows(tab, l, c, dev, path, n, cap, depth + 1, max_depth);
     }
 }
 
@@ -323,12 +346,17 @@ static tl_table *layout_table(const tl_trace *t, const tl_mem *m, const tl_view_
             return NULL;
         }
         path[0] = 0;
-        layout_rows(tab, &l, 0, dev, path, 0, sizeof path, 0);
+        /* text: the category and two components (parameter.layers.0); csv and json: all */
+        layout_rows(tab, &l, 0, dev, path, 0, sizeof path, 0, o && o->series ? INT_MAX : 2);
         tl_mem_tree_free(&l);
     }
-    tl_table_note(tab, "Blocks with a dotted name alive at the peak, one tree per category "
-                       "(InternLM's layout): layer bytes are the block's own, total bytes its "
-                       "subtree's.");
+    tl_table_note(tab, o && o->series
+                           ? "Blocks with a dotted name alive at the peak, one tree per category "
+                             "(InternLM's layout): layer bytes are the block's own, total bytes "
+                             "its subtree's."
+                           : "Blocks with a dotted name alive at the peak, one tree per category "
+                             "(InternLM's layout), three levels deep (--format csv: all): layer "
+                             "bytes are the block's own, total bytes its subtree's.");
     return tab;
 }
 
@@ -471,18 +499,6 @@ static const tl_col leak_cols[K_NCOLS] = {
     [K_TOTAL] = {"Kept", "kept_bytes", TL_COL_BYTES, 0},
 };
 
-typedef struct leak_arg {
-    const tl_mem_device *d;
-    int first, last;
-} leak_arg;
-
-static int kept(const tl_mem_block *b, const void *arg)
-{
-    const leak_arg *a = arg;
-    return b->free_pos == SIZE_MAX && !b->live_at_start && b->step >= a->first &&
-           b->step <= a->last;
-}
-
 static tl_table *leak_table(const tl_trace *t, const tl_mem *m, const tl_view_opts *o)
 {
     tl_table *tab = tl_table_new("Leaks", "memory_leaks", leak_cols, K_NCOLS);
@@ -493,10 +509,9 @@ static tl_table *leak_table(const tl_trace *t, const tl_mem *m, const tl_view_op
         const tl_mem_device *d = &m->dev[i];
         if (!shown(o, d->device) || !d->leak)
             continue;
-        leak_arg a = {d, d->leak_first, d->leak_last};
         tl_mem_group *g;
         size_t n;
-        if (tl_mem_group_blocks(t, m, d->device, kept, &a, &g, &n) != 0) {
+        if (tl_mem_group_blocks(t, m, d->device, tl_mem_kept, d, &g, &n) != 0) {
             tl_table_free(tab);
             return NULL;
         }
@@ -555,9 +570,18 @@ tl_table *tl_view_memory(const tl_trace *t, const tl_view_opts *o, tl_error *err
         tl_mem_free(&m);
         return head;
     }
-    int any_timeline = 0;
-    for (size_t i = 0; i < m.ndev; i++)
+    int any_timeline = 0, any_leak = 0;
+    for (size_t i = 0; i < m.ndev; i++) {
         any_timeline |= m.dev[i].timeline && shown(o, m.dev[i].device);
+        any_leak |= m.dev[i].leak && shown(o, m.dev[i].device);
+    }
+    if (o && o->brief) { /* the short form: the devices, the peak by category, any leak */
+        if ((any_timeline && link(&tail, peak_table(&m, o)) != 0) ||
+            (any_leak && link(&tail, leak_table(t, &m, o)) != 0))
+            goto oom;
+        tl_mem_free(&m);
+        return head;
+    }
     if (any_timeline) {
         if (link(&tail, timeline_table(t, &m, o)) != 0 || link(&tail, peak_table(&m, o)) != 0)
             goto oom;

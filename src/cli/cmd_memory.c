@@ -107,16 +107,16 @@ static int write_log(const tl_trace *t, const struct memory_args *a, tl_error *e
         return -1;
     }
     const tl_mem_device *d =
-        a->vo.device_set ? tl_mem_device_of(&m, a->vo.device) : tl_memory_log_device(&m);
+        a->vo.device_set ? tl_mem_device_of(&m, a->vo.device) : tl_mem_main_device(&m);
     int rc = -1;
     char path[4096];
     size_t n = strlen(a->log);
     if (!d || !d->timeline) {
         tl_error_set(err, "--log: %s",
-                     !t->nmem ? "the trace has no memory events"
-                     : !d     ? "no such device in the trace"
-                              : "the device's memory has no timeline (no "
-                                "addresses or totals in its events)");
+                     !t->nmem                 ? "the trace has no memory events"
+                     : !d && a->vo.device_set ? "no such device in the trace"
+                                              : "no level to log: the memory events carry "
+                                                "neither addresses nor the allocator's totals");
         goto out;
     }
     if (n > 4 && !strcmp(a->log + n - 4, ".log"))

@@ -30,11 +30,17 @@ static void py_float(char *buf, size_t n, double v)
         strncat(buf, ".0", n - strlen(buf) - 1);
 }
 
-/* The state's five sums, InternLM's names. */
-static void summary(FILE *f, const int64_t *cat)
+/* The state's five sums, InternLM's names: the labelled parameters, gradients and optimizer
+ * state alive then, and as activations the rest of the allocated level (what is allocated beyond
+ * them, as InternLM counts it; not below 0 where labels stand for blocks the level does not
+ * hold), so that the total is the level. */
+static void summary(FILE *f, const int64_t *cat, int64_t level)
 {
     double p = (double)cat[TL_MEM_PARAMETER] / MB, g = (double)cat[TL_MEM_GRADIENT] / MB,
-           os = (double)cat[TL_MEM_OPTIMIZER_STATE] / MB, a = (double)cat[TL_MEM_ACTIVATION] / MB;
+           os = (double)cat[TL_MEM_OPTIMIZER_STATE] / MB;
+    double a = (double)level / MB - (p + g + os); /* in doubles: sizes from a file may be absurd */
+    if (a < 0)
+        a = 0;
     fprintf(f, "---summary---\ntotal_memory: %.2f MB\n", p + g + os + a);
     fprintf(f,
             "params_memory: %.2f MB, grads_memory: %.2f MB, os_params_memory: %.2f MB, "
@@ -65,7 +71,7 @@ static int layout(FILE *f, const tl_trace *t, const tl_mem *m, const tl_mem_devi
         if (tl_mem_tree_build(t, m, d, cat, &l) != 0)
             return -1;
     } else {
-        l = (tl_mem_tree){&empty, 1, 1};
+        l = (tl_mem_tree){.n = &empty, .count = 1, .cap = 1};
     }
     l.n[0].comp = root;
     l.n[0].len = strlen(root);
@@ -89,21 +95,6 @@ static const struct {
 };
 
 /* ---- the log ----------------------------------------------------------------------------- */
-
-const tl_mem_device *tl_memory_log_device(const tl_mem *m)
-{
-    const tl_mem_device *best = NULL;
-    for (size_t i = 0; i < m->ndev; i++) {
-        const tl_mem_device *d = &m->dev[i];
-        if (!d->timeline || d->peak < 0)
-            continue;
-        /* a GPU before the host; the highest peak among them */
-        if (!best || (d->device >= 0 && best->device < 0) ||
-            ((d->device >= 0) == (best->device >= 0) && d->peak > best->peak))
-            best = d;
-    }
-    return best;
-}
 
 int tl_memory_log_write(FILE *f, const tl_trace *t, const tl_mem *m, const tl_mem_device *d,
                         tl_error *err)
@@ -143,7 +134,7 @@ int tl_memory_log_write(FILE *f, const tl_trace *t, const tl_mem *m, const tl_me
     for (size_t k = 0; k < np && rc == 0; k++) {
         py_float(num, sizeof num, (double)(when[k] - t0) / 1e9);
         fprintf(f, "Memory State:\ntime: %s\n", num);
-        summary(f, cat[k]);
+        summary(f, cat[k], is_peak[k] ? d->peak : tl_mem_level_at(d, when[k]));
         if (is_peak[k]) {
             fputs("---Layout---\n", f);
             for (size_t j = 0; j < sizeof layouts / sizeof *layouts && rc == 0; j++)

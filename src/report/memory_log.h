@@ -9,11 +9,8 @@
 
 #include "analysis/memory.h"
 
-/* The device a log describes by default: the GPU with the highest peak, else the host; NULL
- * when no device has a timeline. */
-const tl_mem_device *tl_memory_log_device(const tl_mem *m);
-
-/* Write d's memory.log to f: a "Memory State" per step end and one at the peak with the
+/* Write d's memory.log (by default d is tl_mem_main_device's) to f: a "Memory State" per step end
+ * and one at the peak with the
  * "---Layout---" trees. Returns 0, or -1 with err set (out of memory). Write errors are left in
  * ferror(f). */
 int tl_memory_log_write(FILE *f, const tl_trace *t, const tl_mem *m, const tl_mem_device *d,

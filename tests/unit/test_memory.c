@@ -252,7 +252,7 @@ TEST(totals_give_peak_step_reserved_and_levels_per_device)
     CHECK_STR(name, "CPU");
     tl_mem_device_name(1, name, sizeof name);
     CHECK_STR(name, "GPU1");
-    CHECK(tl_memory_log_device(&m) == g); /* the GPU with the highest peak */
+    CHECK(tl_mem_main_device(&m) == g); /* the GPU with the highest peak */
 
     /* aten::empty [5, 55) owns the records at 10..50 us; the others are in steps only */
     CHECK_EQ_INT(m.unowned, 5);
@@ -433,7 +433,7 @@ TEST(no_totals_no_addresses_no_timeline_but_operators)
     CHECK_EQ_INT(m.ndev, 1);
     CHECK_EQ_INT(m.dev[0].timeline, 0);
     CHECK_EQ_INT(m.nblocks, 0);
-    CHECK(tl_memory_log_device(&m) == NULL);
+    CHECK(tl_mem_main_device(&m) == NULL);
     CHECK_EQ_INT(m.dev[0].allocs, 2);
     CHECK_EQ_INT(m.dev[0].frees, 2);
     CHECK_OP(&t, &m, 0, "aten::mm", 1, 1, 256, 0, 1, 256, 0);
@@ -901,10 +901,10 @@ TEST(layout_tree_totals_order_and_category_roots)
     tree_text(&l, 0, path, 0, text, sizeof text);
     CHECK_STR(text, "parameter 0/1200;parameter.layers 0/1200;parameter.layers.0 0/1000;"
                     "parameter.layers.0.w 1000/1000;parameter.layers.1 0/200;"
-                    "parameter.layers.1.w 200/200;activation 0/400;activation.layers 0/400;"
-                    "activation.layers.0 0/400;activation.layers.0.out 400/400;"
-                    "gradient 0/100;gradient.layers 0/100;gradient.layers.0 0/100;"
-                    "gradient.layers.0.w 100/100;");
+                    "parameter.layers.1.w 200/200;gradient 0/100;gradient.layers 0/100;"
+                    "gradient.layers.0 0/100;gradient.layers.0.w 100/100;activation 0/400;"
+                    "activation.layers 0/400;activation.layers.0 0/400;"
+                    "activation.layers.0.out 400/400;");
     tl_mem_tree_free(&l);
 
     CHECK_EQ_INT(tl_mem_tree_build(&t, &m, d, TL_MEM_PARAMETER, &l), 0);
@@ -923,6 +923,50 @@ TEST(layout_tree_totals_order_and_category_roots)
     CHECK_EQ_INT(tl_mem_tree_build(&t, &m, d, TL_MEM_TEMPORARY, &l), 0);
     CHECK_EQ_INT(l.count, 1);
     CHECK_EQ_INT(l.n[0].total, 0);
+    tl_mem_tree_free(&l);
+    release(&t, &m);
+}
+
+/* A wide tree: 5000 parameters p<i>.w (i bytes each, i = 5000 down to 1) under one root, each
+ * name twice (a gradient too): one node per name, in natural order (p2 before p10), and the sums
+ * i(i+1)/2. */
+TEST(layout_tree_wide)
+{
+    enum { N = 5000 };
+    tl_trace t;
+    uint32_t th = new_trace(&t, TL_SRC_TALLY);
+    char name[32];
+    for (int i = N; i >= 1; i--) {
+        snprintf(name, sizeof name, "p%d.w", i);
+        rec_as(&t, th, 0, 0, i, 0x1000 + 16 * (uint64_t)i, TL_MEM_LIVE, TL_MEM_PARAMETER, name);
+        rec_as(&t, th, 0, 0, i, 0x100000 + 16 * (uint64_t)i, TL_MEM_LIVE, TL_MEM_GRADIENT, name);
+    }
+    CHECK_EQ_INT(tl_trace_finish(&t), 0);
+    tl_mem m;
+    if (computed(&t, &m) != 0)
+        return;
+    const tl_mem_device *d = tl_mem_device_of(&m, 0);
+    tl_mem_tree l;
+    CHECK(d != NULL);
+    if (!d || tl_mem_tree_build(&t, &m, d, TL_MEM_PARAMETER, &l) != 0) {
+        release(&t, &m);
+        return;
+    }
+    CHECK_EQ_INT(l.count, 1 + 2 * N);
+    CHECK_EQ_INT(l.n[0].total, (int64_t)N * (N + 1) / 2);
+    int i = 1, ok = 1;
+    char path[64];
+    for (size_t c = l.n[0].first; c; c = l.n[c].next, i++) {
+        snprintf(name, sizeof name, "p%d", i);
+        tl_mem_tree_path(&l, c, path, 0, sizeof path);
+        ok &= !strcmp(path, name) && l.n[c].total == i && l.n[c].layer == 0 &&
+              l.n[l.n[c].first].layer == i;
+    }
+    CHECK(ok && i == N + 1);
+    tl_mem_tree_free(&l);
+    CHECK_EQ_INT(tl_mem_tree_build(&t, &m, d, -1, &l), 0);
+    CHECK_EQ_INT(l.count, 1 + 2 * (1 + 2 * N)); /* parameter and gradient roots */
+    CHECK_EQ_INT(l.n[0].total, (int64_t)N * (N + 1));
     tl_mem_tree_free(&l);
     release(&t, &m);
 }
@@ -1038,7 +1082,8 @@ TEST(view_tables_and_cells)
         CHECK_EQ_INT(fx_i(tab, 1, "frees"), 2);
         CHECK(!fx_cell(tab, 0, "reserved_at_peak_bytes")->set); /* CPU: unknown */
         CHECK_EQ_INT(fx_i(tab, 0, "peak_allocated_bytes"), 24);
-        CHECK(has_note(tab, "GPU0: at the peak 2.24 KB reserved by the allocator was not"));
+        CHECK(has_note(tab, "GPU0: at the peak 2.24 KB reserved by the allocator was not "
+                            "allocated (56% of reserved"));
         const tl_table *pk = fx_table(tab, "memory_peak");
         int r = row2(pk, "device", "GPU0", "category", "(before recording / no address)");
         CHECK_EQ_INT(fx_i(pk, r, "bytes"), 1000);
@@ -1100,16 +1145,39 @@ TEST(view_tables_and_cells)
                                         "Memory by range",
                                         "Leaks"};
     CHECK(chain_is(tab, tally, 7));
+    /* text: three levels (category and two components) of the 14 nodes: parameter, layers, 0,
+     * 1; activation, layers, 0; gradient, layers, 0 */
     const tl_table *lay = fx_table(tab, "memory_layout");
-    int r = fx_row(lay, "layer", "parameter.layers.0.w");
-    CHECK(r >= 0);
-    CHECK_EQ_INT(fx_i(lay, r, "layer_bytes"), 1000);
+    CHECK(lay && lay->nrows == 10);
+    CHECK_EQ_INT(fx_row(lay, "layer", "parameter.layers.0.w"), -1);
+    int r = fx_row(lay, "layer", "parameter.layers.1");
+    CHECK_EQ_INT(fx_i(lay, r, "total_bytes"), 200);
     r = fx_row(lay, "layer", "parameter");
     CHECK_EQ_INT(fx_i(lay, r, "total_bytes"), 1200);
-    CHECK(lay && lay->nrows == 14);
+    /* the peak's categories, 1200 + 300 + 400 + 100, exceed the level (1800) by the 200 B of
+     * the block labelled with its size, allocated before the count began */
     const tl_table *pk = fx_table(tab, "memory_peak");
     CHECK_EQ_INT(fx_i(pk, fx_row(pk, "category", "parameter"), "bytes"), 1200);
     CHECK_EQ_INT(fx_row(pk, "category", "(before recording / no address)"), -1);
+    CHECK(has_note(pk, "GPU0: the categories exceed the allocator's level by 200 B"));
+    tl_table_free(tab);
+    /* csv and json: every level */
+    o.series = 1;
+    o.device_set = 0;
+    tab = tl_view_memory(&t, &o, &err);
+    lay = fx_table(tab, "memory_layout");
+    CHECK(lay && lay->nrows == 14);
+    r = fx_row(lay, "layer", "parameter.layers.0.w");
+    CHECK(r >= 0);
+    CHECK_EQ_INT(fx_i(lay, r, "layer_bytes"), 1000);
+    CHECK_EQ_INT(fx_i(lay, r, "total_bytes"), 1000);
+    tl_table_free(tab);
+    /* the short form: the devices and the peak (no leak to show) */
+    o.series = 0;
+    o.brief = 1;
+    tab = tl_view_memory(&t, &o, &err);
+    static const char *const brief[] = {"Memory", "Memory at the peak"};
+    CHECK(chain_is(tab, brief, 2));
     tl_table_free(tab);
     tl_trace_free(&t);
 
@@ -1285,7 +1353,7 @@ TEST(json_reader_bad_addresses_and_sizes)
     CHECK_EQ_INT(m.unmatched, 2);
     CHECK_OP(&t, &m, 0, "aten::empty", 1, 2, INT64_MAX, INT64_MAX, 2, INT64_MAX, INT64_MAX);
     FILE *f = fopen("/dev/null", "w");
-    const tl_mem_device *d = tl_memory_log_device(&m);
+    const tl_mem_device *d = tl_mem_main_device(&m);
     if (f && d)
         CHECK_EQ_INT(tl_memory_log_write(f, &t, &m, d, &err), 0);
     if (f)
@@ -1300,7 +1368,10 @@ TEST(json_reader_bad_addresses_and_sizes)
  * (2 MB), layers.0 (0.25 MB: a node with bytes of its own and children), layers.0.b (1 MB),
  * head (0.5 MB). At 0.5 s a gradient layers.0.w (2 MB), at 0.8 s optimizer state
  * state.0.exp_avg (1 MB), at 1.2 s an activation layers.0.out (3 MB, freed at 1.5 s: the peak),
- * at 1.7 s an unnamed temporary (0.125 MB, freed at 1.8 s). MB = 2^20 bytes.
+ * at 1.7 s an unnamed temporary (0.125 MB, freed at 1.8 s), and at 0.9 s a block without a
+ * category (0.5 MB, never freed): InternLM's activation_memory is what the level holds beyond
+ * parameters, gradients and optimizer state, so it counts there, not in the layout. MB = 2^20
+ * bytes.
  */
 TEST(memory_log_internlm_format)
 {
@@ -1315,6 +1386,7 @@ TEST(memory_log_internlm_format)
     rec_as(&t, th, 0, 0, MIB / 2, 0x28, TL_MEM_LIVE, TL_MEM_PARAMETER, "head");
     rec_as(&t, th, 0, S / 2, 2 * MIB, 0x30, 0, TL_MEM_GRADIENT, "layers.0.w");
     rec_as(&t, th, 0, 8 * S / 10, MIB, 0x40, 0, TL_MEM_OPTIMIZER_STATE, "state.0.exp_avg");
+    rec(&t, th, 0, 9 * S / 10, MIB / 2, 0x70);
     rec_as(&t, th, 0, 12 * S / 10, 3 * MIB, 0x50, 0, TL_MEM_ACTIVATION, "layers.0.out");
     rec(&t, th, 0, 15 * S / 10, -3 * MIB, 0x50);
     rec_as(&t, th, 0, 17 * S / 10, MIB / 8, 0x60, 0, TL_MEM_TEMPORARY, NULL);
@@ -1323,7 +1395,7 @@ TEST(memory_log_internlm_format)
     tl_mem m;
     if (computed(&t, &m) != 0)
         return;
-    const tl_mem_device *d = tl_memory_log_device(&m);
+    const tl_mem_device *d = tl_mem_main_device(&m);
     CHECK(d && d->device == 0);
     char *text = NULL;
     size_t len = 0;
@@ -1341,21 +1413,21 @@ TEST(memory_log_internlm_format)
     fclose(f);
     const char *summary_end =
         "params_memory: 3.75 MB, grads_memory: 2.00 MB, os_params_memory: 0.00 MB, "
-        "os_state_memory: 1.00 MB, activation_memory: 0.00 MB\n\n";
+        "os_state_memory: 1.00 MB, activation_memory: 0.50 MB\n\n";
     char want[4096];
     snprintf(want, sizeof want,
-             "Memory State:\ntime: 1.0\n---summary---\ntotal_memory: 6.75 MB\n%s"
-             "Memory State:\ntime: 1.2\n---summary---\ntotal_memory: 9.75 MB\n"
+             "Memory State:\ntime: 1.0\n---summary---\ntotal_memory: 7.25 MB\n%s"
+             "Memory State:\ntime: 1.2\n---summary---\ntotal_memory: 10.25 MB\n"
              "params_memory: 3.75 MB, grads_memory: 2.00 MB, os_params_memory: 0.00 MB, "
-             "os_state_memory: 1.00 MB, activation_memory: 3.00 MB\n"
+             "os_state_memory: 1.00 MB, activation_memory: 3.50 MB\n"
              "---Layout---\n"
              "params_layout:\n"
              "layer: param_mem, layer_mem: 0.00 MB, total_mem: 3.75 MB\n"
+             "layer: param_mem.head, layer_mem: 0.50 MB, total_mem: 0.50 MB\n"
              "layer: param_mem.layers, layer_mem: 0.00 MB, total_mem: 3.25 MB\n"
              "layer: param_mem.layers.0, layer_mem: 0.25 MB, total_mem: 3.25 MB\n"
-             "layer: param_mem.layers.0.w, layer_mem: 2.00 MB, total_mem: 2.00 MB\n"
              "layer: param_mem.layers.0.b, layer_mem: 1.00 MB, total_mem: 1.00 MB\n"
-             "layer: param_mem.head, layer_mem: 0.50 MB, total_mem: 0.50 MB\n"
+             "layer: param_mem.layers.0.w, layer_mem: 2.00 MB, total_mem: 2.00 MB\n"
              "grads_layout:\n"
              "layer: grad_mem, layer_mem: 0.00 MB, total_mem: 2.00 MB\n"
              "layer: grad_mem.layers, layer_mem: 0.00 MB, total_mem: 2.00 MB\n"
@@ -1374,7 +1446,7 @@ TEST(memory_log_internlm_format)
              "layer: activations_0.layers.0, layer_mem: 0.00 MB, total_mem: 3.00 MB\n"
              "layer: activations_0.layers.0.out, layer_mem: 3.00 MB, total_mem: 3.00 MB\n"
              "\n"
-             "Memory State:\ntime: 2.0\n---summary---\ntotal_memory: 6.75 MB\n%s",
+             "Memory State:\ntime: 2.0\n---summary---\ntotal_memory: 7.25 MB\n%s",
              summary_end, summary_end);
     CHECK_STR(text, want);
     CHECK_EQ_INT(len, strlen(want));
@@ -1397,6 +1469,7 @@ int main(void)
     RUN(no_leak_when_freed_too_few_steps_flat_or_falling);
     RUN(alive_at_and_pos_at);
     RUN(layout_tree_totals_order_and_category_roots);
+    RUN(layout_tree_wide);
     RUN(groups_by_owner_and_category);
     RUN(view_tables_and_cells);
     RUN(json_reader_memory_events);
