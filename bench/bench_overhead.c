@@ -11,7 +11,10 @@
  *   off         a push+pop pair while a session runs but the window is closed (per call: /2)
  *   before      a push+pop pair before tally_start (counted as calls outside; per call: /2)
  *   alloc+free  a tally_alloc/tally_free pair while recording, with 10,000 other blocks alive
- *               (the live table's steady state); "named": the allocation carries a dotted name
+ *               (the live table's steady state); "named": the allocation carries a dotted name;
+ *               "window closed": the live table alone, nothing recorded; "16 addresses": the
+ *               same 16 blocks over and over (a caching allocator within a step), where the
+ *               4096 of the others cycle through the table's cache lines
  * and bytes per record (the record size, and the file's bytes per record written).
  * Targets (issue 2): pair <= 1.5 x tsc2; off <= 2 ns per call; x2 within 10% of 1 thread;
  * record <= 16 bytes. (issue 9): an alloc+free pair <= 2 x a push+pop pair.
@@ -110,11 +113,11 @@ __attribute__((noinline)) static double loop_beginend(void)
 #define SPAN 4096
 static char blocks[(LIVE + SPAN) * 64];
 
-__attribute__((noinline)) static double loop_allocfree(const char *name)
+__attribute__((noinline)) static double loop_allocfree(const char *name, long span)
 {
     double t0 = now();
     for (long i = 0; i < N; i++) {
-        const char *p = blocks + (LIVE + (i & (SPAN - 1))) * 64;
+        const char *p = blocks + (LIVE + (i & (span - 1))) * 64;
         tally_alloc(p, 256, 0, TALLY_MEM_ACTIVATION, name);
         __asm__ __volatile__("" ::: "memory");
         tally_free(p);
@@ -201,7 +204,7 @@ int main(int argc, char **argv)
     mkdir(dir, 0755);
 
     double tsc2[100], pp[100], pp2[100], be[100], off[100], before[100], ppc[100], pp2c[100];
-    double af[100], afn[100];
+    double af[100], afn[100], afoff[100], afhot[100];
     for (int i = 0; i < LIVE; i++)
         tally_alloc(blocks + (size_t)i * 64, 64, 0, TALLY_MEM_PARAMETER, NULL);
     for (int r = 0; r < ROUNDS; r++) {
@@ -213,18 +216,21 @@ int main(int argc, char **argv)
         pp[r] = loop_pushpop_cpu(&ppc[r]);
         pp2[r] = two_threads(&pp2c[r]);
         be[r] = loop_beginend();
-        af[r] = loop_allocfree(NULL);
-        afn[r] = loop_allocfree("layers.0.mlp.act");
+        af[r] = loop_allocfree(NULL, SPAN);
+        afn[r] = loop_allocfree("layers.0.mlp.act", SPAN);
+        afhot[r] = loop_allocfree(NULL, 16);
         tally_stop();
 
         start(1);
         off[r] = loop_pushpop() / 2;
+        afoff[r] = loop_allocfree(NULL, SPAN);
         tally_stop();
     }
     stat3 a = summarize(tsc2, ROUNDS), b = summarize(pp, ROUNDS), c = summarize(pp2, ROUNDS);
     stat3 d = summarize(be, ROUNDS), e = summarize(off, ROUNDS), f = summarize(before, ROUNDS);
     stat3 g = summarize(ppc, ROUNDS), h = summarize(pp2c, ROUNDS);
-    stat3 k = summarize(af, ROUNDS), l = summarize(afn, ROUNDS);
+    stat3 k = summarize(af, ROUNDS), l = summarize(afn, ROUNDS), m = summarize(afoff, ROUNDS);
+    stat3 o = summarize(afhot, ROUNDS);
     printf("bench_overhead: %ld pairs x %d rounds, medians [min-max], ns\n", N, ROUNDS);
     printf("  %-28s %7.2f [%.2f-%.2f]\n", "two TSC reads (pair floor)", a.med, a.min, a.max);
     printf("  %-28s %7.2f [%.2f-%.2f]   %.2fx tsc2 (target <= 1.5x)\n", "push+pop, 1 thread", b.med,
@@ -241,6 +247,10 @@ int main(int argc, char **argv)
            k.min, k.max, k.med / b.med);
     printf("  %-28s %7.2f [%.2f-%.2f]   %.2fx push+pop\n", "alloc+free, named", l.med, l.min, l.max,
            l.med / b.med);
+    printf("  %-28s %7.2f [%.2f-%.2f]   %.2fx push+pop\n", "alloc+free, 16 addresses", o.med, o.min,
+           o.max, o.med / b.med);
+    printf("  %-28s %7.2f [%.2f-%.2f]   %.2fx push+pop (the live table alone)\n",
+           "alloc+free, window closed", m.med, m.min, m.max, m.med / b.med);
     printf("  %-28s %7.2f [%.2f-%.2f]   per call (target <= 2)\n", "call, window closed", e.med,
            e.min, e.max);
     printf("  %-28s %7.2f [%.2f-%.2f]   per call (counted)\n", "call, before start", f.med, f.min,

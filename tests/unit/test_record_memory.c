@@ -125,12 +125,91 @@ TEST(every_window_begins_with_the_live_set)
     tally_free(p2);
 }
 
+/* What the live table keeps of a block comes back whole, in the window's live set and in the
+ * frees: a size of 1 PiB, a device id of 5000, a name a label added, a category a label changed,
+ * also after the table grew (3000 blocks, every other one named). */
+static const tl_memev *find_addr(const tl_trace *t, const void *p, int live)
+{
+    for (size_t i = 0; i < t->nmem; i++)
+        if (t->mem[i].addr == (uintptr_t)p && !!(t->mem[i].flags & TL_MEM_LIVE) == live &&
+            !(t->mem[i].flags & TL_MEM_LABEL))
+            return &t->mem[i];
+    return NULL;
+}
+
+TEST(the_table_keeps_each_block_whole)
+{
+    enum { MANY = 3000 };
+    static char big[8], dev[8], host[8], lab[8], edge[8], many[MANY][8];
+    const uint64_t huge = UINT64_C(1) << 50, edge_bytes = (UINT64_C(1) << 44) - 1;
+    npaths = 0;
+    tally_alloc(big, huge, 3, TALLY_MEM_ACTIVATION, NULL);
+    tally_alloc(dev, 64, 5000, TALLY_MEM_INPUT, NULL);
+    tally_alloc(host, 7, -1, TALLY_MEM_OTHER, NULL);
+    tally_alloc(lab, 128, 1, TALLY_MEM_OTHER, NULL);
+    tally_alloc(edge, edge_bytes, 4094, TALLY_MEM_PARAMETER, NULL);
+    tally_label_memory(lab, 0, 1, TALLY_MEM_GRADIENT, "g.w");   /* gains a name */
+    tally_label_memory(host, 0, -1, TALLY_MEM_TEMPORARY, NULL); /* a category only */
+    tally_label_memory(big, 0, 3, TALLY_MEM_ACTIVATION, "act"); /* a name */
+    char name[32];
+    for (int i = 0; i < MANY; i++) {
+        snprintf(name, sizeof name, "m.%d", i);
+        tally_alloc(many[i], (uint64_t)i + 1, i % 8, TALLY_MEM_PARAMETER, i % 2 ? name : NULL);
+    }
+    tally_config c = bench_config(dir, "pack", on_ready);
+    CHECK_EQ_INT(tally_start(&c), 0);
+    tally_free(big);
+    tally_free(dev);
+    tally_free(host);
+    tally_free(lab);
+    tally_free(edge);
+    for (int i = 0; i < MANY; i++)
+        tally_free(many[i]);
+    CHECK_EQ_INT(tally_stop(), 0);
+    CHECK_EQ_INT(npaths, 1);
+    tl_trace t;
+    if (npaths != 1 || record_load(&t, paths[0]) != 0)
+        return;
+    CHECK_EQ_INT(t.mem_unmatched_frees, 0); /* every free found its block */
+    static const struct {
+        const char *p;
+        int64_t bytes;
+        int32_t device;
+        int category;
+        const char *name;
+    } want[] = {
+        {big, (int64_t)(UINT64_C(1) << 50), 3, TL_MEM_ACTIVATION, "act"},
+        {dev, 64, 5000, TL_MEM_INPUT, ""},
+        {host, 7, -1, TL_MEM_TEMPORARY, ""},
+        {lab, 128, 1, TL_MEM_GRADIENT, "g.w"},
+        {edge, (int64_t)((UINT64_C(1) << 44) - 1), 4094, TL_MEM_PARAMETER, ""},
+    };
+    for (size_t k = 0; k < sizeof want / sizeof *want; k++) {
+        const tl_memev *a = find_addr(&t, want[k].p, 1), *f = find_addr(&t, want[k].p, 0);
+        CHECK(a && a->bytes == want[k].bytes && a->device == want[k].device &&
+              a->category == want[k].category &&
+              !strcmp(tl_str(&t.strings, a->name), want[k].name));
+        CHECK(f && f->bytes == -want[k].bytes && f->device == want[k].device);
+    }
+    int ok = 1;
+    for (int i = 0; i < MANY; i++) {
+        const tl_memev *a = find_addr(&t, many[i], 1), *f = find_addr(&t, many[i], 0);
+        snprintf(name, sizeof name, "m.%d", i);
+        ok &= a && a->bytes == i + 1 && a->device == i % 8 && a->category == TL_MEM_PARAMETER &&
+              !strcmp(tl_str(&t.strings, a->name), i % 2 ? name : "") && f &&
+              f->bytes == -(i + 1) && f->device == i % 8;
+    }
+    CHECK(ok);
+    tl_trace_free(&t);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/tally-test-memory-%d", (int)getpid());
     mkdir(dir, 0755);
     RUN(allocations_frees_and_the_live_set);
     RUN(every_window_begins_with_the_live_set);
+    RUN(the_table_keeps_each_block_whole);
     int rc = test_summary();
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
