@@ -400,6 +400,13 @@ TEST(memory_alloc_and_free)
     CHECK_EQ_INT(cap.dev[0].end, 5000);
     CHECK_EQ_INT(cap.dev[0].stream, 0);
     CHECK(cap.dev[0].flags & TL_EV_MEM_DEVICE);
+    CHECK_EQ_INT(cap.dev[0].corr, 3);
+    CHECK_STR(cap.dev_args[0], "\"address\": 139637976727552"); /* 0x7f0000000000 */
+    CHECK_STR(cap.dev_name[1], "[memory] free");
+    /* neither an allocation nor a release: skipped */
+    m.memoryOperationType = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_INVALID;
+    CHECK_EQ_INT(tally__cupti_convert(&conv, &m), 0);
+    CHECK_EQ_INT(cap.ndev, 2);
 }
 
 TEST(sync_record_gets_device_from_context)

@@ -9,8 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include "analysis/memory.h"
+#include "record/format.h"
+#include "record/recorder.h"
 #include "record_test_util.h"
 #include "testlib.h"
 #include "trace/model.h"
@@ -203,6 +207,59 @@ TEST(the_table_keeps_each_block_whole)
     tl_trace_free(&t);
 }
 
+/* CUPTI's memory activity as the collector hands it to the recorder (cupti_convert.c: a device
+ * event of category MEMORY, its address in the arguments), with the cudaMalloc call that made
+ * it: the file's reader puts it in the memory table with its address, device and correlation
+ * id, and the analysis gives the block to the range around the call, on the calling thread. */
+TEST(cupti_memory_reaches_the_memory_table_and_its_owner)
+{
+    npaths = 0;
+    tally_config c = bench_config(dir, "cupti", on_ready);
+    CHECK_EQ_INT(tally_start(&c), 0);
+    TALLY_PUSH("load_weights", TALLY_USER);
+    int64_t t0 = tally__now_ns();
+    tally__api_event api = {
+        t0, t0 + 2000, 77, (int64_t)syscall(SYS_gettid), TALLY__CAT_RUNTIME, "cudaMalloc"};
+    tally__record_api(&api);
+    tally__device_event alloc = {
+        .start = t0 + 1000,
+        .end = t0 + 1000,
+        .corr = 77,
+        .bytes = 1 << 20,
+        .stream = 0,
+        .device = 2,
+        .cat = TALLY__CAT_MEMORY,
+        .flags = TALLY__DEV_INSTANT | TALLY__DEV_MEM_DEVICE,
+        .name = "[memory] alloc",
+        .args = "\"address\": 140737488355328",
+    };
+    tally__record_device(&alloc);
+    while (tally__now_ns() < t0 + 3000)
+        ;
+    TALLY_POP();
+    tally__flush_all();
+    CHECK_EQ_INT(tally_stop(), 0);
+    CHECK_EQ_INT(npaths, 1);
+    tl_trace t;
+    if (npaths != 1 || record_load(&t, paths[0]) != 0)
+        return;
+    const tl_memev *r = NULL;
+    for (size_t i = 0; i < t.nmem; i++)
+        if (t.mem[i].corr == 77)
+            r = &t.mem[i];
+    CHECK(r && r->addr == UINT64_C(140737488355328) && r->bytes == 1 << 20 && r->device == 2);
+    tl_mem m;
+    CHECK_EQ_INT(tl_mem_compute(&t, &m), 0);
+    const tl_mem_block *b = NULL;
+    for (size_t i = 0; i < m.nblocks; i++)
+        if (m.blocks[i].addr == UINT64_C(140737488355328))
+            b = &m.blocks[i];
+    CHECK(b && b->device == 2 && b->bytes == 1 << 20 && b->owner >= 0 &&
+          !strcmp(tl_str(&t.strings, t.ev[b->owner].name), "load_weights"));
+    tl_mem_free(&m);
+    tl_trace_free(&t);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/tally-test-memory-%d", (int)getpid());
@@ -210,6 +267,7 @@ int main(void)
     RUN(allocations_frees_and_the_live_set);
     RUN(every_window_begins_with_the_live_set);
     RUN(the_table_keeps_each_block_whole);
+    RUN(cupti_memory_reaches_the_memory_table_and_its_owner);
     int rc = test_summary();
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
