@@ -1797,24 +1797,23 @@ static int run(jr *r)
 /* Flows are the only link in some traces (old Kineto "async", Paddle "launch"): give both ends
  * the flow id as their correlation id when they have none. Needs the model sorted by track and
  * time (after tl_trace_finish). */
-static int32_t find_slice(const tl_trace *t, uint32_t track, int64_t ts, int enclosing)
+static int32_t find_slice(const tl_trace *t, const size_t *first, uint32_t track, int64_t ts,
+                          int enclosing)
 {
-    /* binary search for the first event of the track with ts > given ts */
-    size_t lo = 0, hi = t->nev;
+    /* binary search, among the track's events [first[track], first[track + 1]), for the first
+     * with ts > given ts */
+    size_t lo = first[track], hi = first[track + 1], beg = lo, end = hi;
     while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        const tl_event *e = &t->ev[mid];
-        if (e->track < track || (e->track == track && e->ts <= ts))
+        size_t mid = lo + (hi - lo) / 2;
+        if (t->ev[mid].ts <= ts)
             lo = mid + 1;
         else
             hi = mid;
     }
     if (enclosing) {
         /* the innermost enclosing span: scan back a little */
-        for (size_t k = lo, n = 0; k > 0 && n < 64; k--, n++) {
+        for (size_t k = lo, n = 0; k > beg && n < 64; k--, n++) {
             const tl_event *e = &t->ev[k - 1];
-            if (e->track != track)
-                break;
             if (e->ts <= ts && ts <= e->ts + e->dur && !(e->flags & TL_EV_INSTANT) &&
                 e->cat != TL_CAT_COUNTER)
                 return (int32_t)(k - 1);
@@ -1822,9 +1821,9 @@ static int32_t find_slice(const tl_trace *t, uint32_t track, int64_t ts, int enc
         return TL_NONE;
     }
     /* the slice starting at ts, or the next one */
-    if (lo > 0 && t->ev[lo - 1].track == track && t->ev[lo - 1].ts == ts)
+    if (lo > beg && t->ev[lo - 1].ts == ts)
         return (int32_t)(lo - 1);
-    if (lo < t->nev && t->ev[lo].track == track)
+    if (lo < end)
         return (int32_t)lo;
     return TL_NONE;
 }
@@ -1841,26 +1840,76 @@ static int flows_needed(const tl_trace *t)
     return 0;
 }
 
+/* A flow names its track by (pid, tid) on a host thread and by (device, stream) on a device:
+ * the tracks in the order of that key, for a binary search per flow (a scan of the tracks per
+ * flow made a million flows over 50k threads take a minute). */
+typedef struct track_key {
+    uint32_t kind;
+    uint32_t k; /* the track; the first of equal keys wins */
+    int64_t a, b;
+} track_key;
+
+static int track_key_cmp(const void *pa, const void *pb)
+{
+    const track_key *x = pa, *y = pb;
+    if (x->kind != y->kind)
+        return x->kind < y->kind ? -1 : 1;
+    if (x->a != y->a)
+        return x->a < y->a ? -1 : 1;
+    if (x->b != y->b)
+        return x->b < y->b ? -1 : 1;
+    return (x->k > y->k) - (x->k < y->k);
+}
+
+/* The first track whose key is (kind, a, b), or UINT32_MAX. */
+static uint32_t find_track(const track_key *keys, uint32_t n, uint32_t kind, int64_t a, int64_t b)
+{
+    track_key want = {kind, 0, a, b};
+    uint32_t lo = 0, hi = n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (track_key_cmp(&keys[mid], &want) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < n && keys[lo].kind == kind && keys[lo].a == a && keys[lo].b == b)
+        return keys[lo].k;
+    return UINT32_MAX;
+}
+
 static int resolve_flows(jr *r)
 {
     tl_trace *t = r->t;
     if (!r->nflows)
         return 0;
+    track_key *keys = malloc((t->ntracks ? t->ntracks : 1) * sizeof *keys);
+    size_t *first = calloc((size_t)t->ntracks + 1, sizeof *first); /* each track's first event */
+    if (!keys || !first) {
+        free(keys);
+        free(first);
+        return -1;
+    }
+    for (size_t i = 0; i < t->nev; i++) /* events are in track order */
+        first[t->ev[i].track + 1] = i + 1;
+    for (uint32_t k = 0; k < t->ntracks; k++)
+        if (first[k + 1] < first[k])
+            first[k + 1] = first[k]; /* a track without events */
+    for (uint32_t k = 0; k < t->ntracks; k++) {
+        const tl_track *tr = &t->tracks[k];
+        keys[k] =
+            (track_key){tr->kind, k, tr->kind == TL_TRACK_THREAD ? tr->pid : tr->device, tr->tid};
+    }
+    qsort(keys, t->ntracks, sizeof *keys, track_key_cmp);
     size_t changed = 0;
     for (size_t i = 0; i < r->nflows; i++) {
         const flow *f = &r->flows[i];
         /* a flow starts on a host thread and ends on a device stream (pid = device) */
-        uint32_t track = UINT32_MAX;
-        for (uint32_t k = 0; k < t->ntracks && track == UINT32_MAX; k++) {
-            const tl_track *tr = &t->tracks[k];
-            if (f->start
-                    ? (tr->kind == TL_TRACK_THREAD && tr->pid == f->pid && tr->tid == f->tid)
-                    : (tr->kind == TL_TRACK_STREAM && tr->device == f->pid && tr->tid == f->tid))
-                track = k;
-        }
+        uint32_t track = find_track(keys, t->ntracks, f->start ? TL_TRACK_THREAD : TL_TRACK_STREAM,
+                                    f->pid, f->tid);
         if (track == UINT32_MAX)
             continue;
-        int32_t k = find_slice(t, track, f->ts, f->start || f->bp_e);
+        int32_t k = find_slice(t, first, track, f->ts, f->start || f->bp_e);
         if (k == TL_NONE)
             continue;
         tl_event *e = &t->ev[k];
@@ -1869,6 +1918,8 @@ static int resolve_flows(jr *r)
             changed++;
         }
     }
+    free(keys);
+    free(first);
     if (changed)
         return tl_trace_relink(t);
     return 0;

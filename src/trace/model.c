@@ -10,6 +10,7 @@
  */
 #include "trace/model.h"
 #include "trace/natsort.h"
+#include "trace/u64map.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -374,9 +375,7 @@ static uint64_t track_hash(int kind, int64_t pid, int64_t tid, int32_t device)
     uint64_t h = (uint64_t)pid * 0x9e3779b97f4a7c15ull;
     h ^= (uint64_t)tid * 0xc2b2ae3d27d4eb4full + (uint64_t)(uint32_t)device * 0x165667b19e3779f9ull;
     h ^= (uint64_t)kind << 7;
-    h ^= h >> 31;
-    h *= 0xd6e8feb86659fd93ull;
-    return h ^ (h >> 29);
+    return tl_u64map_mix(h);
 }
 
 /* Fill the track hash s (n slots, zeroed) from the tracks. */
@@ -762,8 +761,7 @@ static int compute_links(tl_trace *t)
     for (size_t i = 0; i < nslots; i++)
         slots[i] = (struct slot){0, TL_NONE};
 #define SLOT_OF(c)                                                                                 \
-    (dense ? (size_t)((uint64_t)(c) - (uint64_t)lo)                                                \
-           : (size_t)((uint64_t)(c)*0x9e3779b97f4a7c15ull >> 20) & (nslots - 1))
+    (dense ? (size_t)((uint64_t)(c) - (uint64_t)lo) : tl_u64map_mix((uint64_t)(c)) & (nslots - 1))
     for (size_t i = 0; i < t->nev; i++) {
         const tl_event *e = &t->ev[i];
         if (!is_call(e))

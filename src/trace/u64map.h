@@ -21,11 +21,16 @@ typedef struct tl_u64map {
     size_t n;      /* entries */
 } tl_u64map;
 
+/* Every bit of the key moves every bit of the hash (MurmurHash3's finalizer): keys that differ
+ * only in high bits (correlation ids that are multiples of 2^44, addresses) spread over the low
+ * bits that pick a slot, instead of all probing from one. */
 static inline size_t tl_u64map_mix(uint64_t x)
 {
-    x ^= x >> 31;
-    x *= UINT64_C(0x9e3779b97f4a7c15);
-    x ^= x >> 29;
+    x ^= x >> 33;
+    x *= UINT64_C(0xff51afd7ed558ccd);
+    x ^= x >> 33;
+    x *= UINT64_C(0xc4ceb9fe1a85ec53);
+    x ^= x >> 33;
     return (size_t)x;
 }
 
