@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -84,6 +85,26 @@ static void write_tables(FILE *f, const cli_job *job, const tl_trace *t, int n, 
 {
     tl_out o;
     tl_out_begin(&o, f, (tl_format)job->fmt, (tl_unit)job->unit);
+    o.wide = job->wide;
+    if (job->fmt == TL_FMT_JSON) {
+        /* the metadata of the trace ("trace"), or of both ("traces": [A, B]) */
+        char *meta[2] = {NULL, NULL};
+        for (int k = 0; k < n; k++)
+            meta[k] = tl_trace_meta_json(&t[k]);
+        if (n == 1) {
+            tl_out_json(&o, "trace", meta[0]);
+        } else if (meta[0] && meta[1]) {
+            size_t len = strlen(meta[0]) + strlen(meta[1]) + 8;
+            char *both = malloc(len);
+            if (both) {
+                snprintf(both, len, "[%s, %s]", meta[0], meta[1]);
+                tl_out_json(&o, "traces", both);
+            }
+            free(both);
+        }
+        free(meta[0]);
+        free(meta[1]);
+    }
     int nwarn = 0;
     for (int k = 0; k < n; k++) {
         struct warnings w = {&o, n > 1 ? job->files[k] : NULL};

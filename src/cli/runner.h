@@ -25,6 +25,7 @@ typedef struct cli_job {
     const char *out;      /* -o OUT; NULL or "-" = standard output */
     int fmt;              /* --format: a tl_format */
     int unit;             /* --unit: a tl_unit */
+    int wide;             /* --wide: text names printed whole */
     /* The verb's part, one of the two. views: the tables to write after the traces' loss
      * warnings (NULL with err set on failure). render: writes the whole output itself (tally
      * report: tl_report_write, which writes the warnings too); 0, or -1 with err set. */
@@ -35,11 +36,13 @@ typedef struct cli_job {
     int (*check)(void *state, tl_error *err);
 } cli_job;
 
-/* The rows of --unit, --format and -o, in the table of a verb whose state (CLI_STATE) starts
- * with a cli_job named job. */
+/* The rows of --unit, --wide, --format and -o, in the table of a verb whose state (CLI_STATE)
+ * starts with a cli_job named job. */
 #define CLI_RENDER_OPTIONS                                                                         \
     CLI_WORDS("unit", job.unit, "UNIT", cli_unit_words,                                            \
               "text times in auto (default), ns, us, ms or s"),                                    \
+        CLI_OPTION("wide", 0, CLI_FLAG, job.wide, NULL,                                            \
+                   "text: print names whole (default: cut at 60 characters)"),                     \
         CLI_WORDS("format", job.fmt, "FMT", cli_format_words, "text (default), csv or json"),      \
         CLI_OPTION("output", 'o', CLI_STRING, job.out, "OUT",                                      \
                    "write to OUT instead of standard output")

@@ -201,39 +201,112 @@ static void warn_stderr(const char *line, void *arg)
     fprintf(stderr, "tally: %s\n", line);
 }
 
-static const char *source_name(tl_source s)
+/* Each source's word for scripts (JSON "source") and name for people (the header line). */
+static const struct {
+    tl_source source;
+    const char *slug, *name;
+} sources[] = {
+    {TL_SRC_TALLY, "tally", "tally"},
+    {TL_SRC_KINETO, "kineto", "PyTorch (Kineto)"},
+    {TL_SRC_TORCH_LEGACY, "torch_legacy", "PyTorch (legacy)"},
+    {TL_SRC_PADDLE, "paddle", "Paddle"},
+    {TL_SRC_CHROME, "chrome", "Chrome trace"},
+};
+
+static const char *source_word(tl_source s, int slug)
 {
-    switch (s) {
-    case TL_SRC_TALLY:
-        return "tally";
-    case TL_SRC_KINETO:
-        return "PyTorch (Kineto)";
-    case TL_SRC_TORCH_LEGACY:
-        return "PyTorch (legacy)";
-    case TL_SRC_PADDLE:
-        return "Paddle";
-    case TL_SRC_CHROME:
-        return "Chrome trace";
-    default:
-        return "unknown";
+    for (size_t i = 0; i < sizeof sources / sizeof *sources; i++)
+        if (sources[i].source == s)
+            return slug ? sources[i].slug : sources[i].name;
+    return "unknown";
+}
+
+static void track_counts(const tl_trace *t, uint32_t *threads, uint32_t *streams)
+{
+    *threads = *streams = 0;
+    for (uint32_t i = 0; i < t->ntracks; i++) {
+        if (t->tracks[i].kind == TL_TRACK_STREAM)
+            (*streams)++;
+        else
+            (*threads)++;
     }
+}
+
+char *tl_trace_meta_json(const tl_trace *t)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return NULL;
+    uint32_t threads, streams;
+    track_counts(t, &threads, &streams);
+    int64_t t0 = 0, t1 = 0;
+    tl_trace_span(t, &t0, &t1);
+    tl_window w;
+    tl_profiled_window(t, &w);
+    fputs("{\"path\": ", f);
+    if (t->path)
+        tl_json_str(f, t->path);
+    else
+        fputs("null", f);
+    fprintf(f, ", \"source\": \"%s\", \"format\": \"%s\"", source_word(t->source, 1),
+            source_word(t->source, 0));
+    if (t->rank >= 0)
+        fprintf(f, ", \"rank\": %d", (int)t->rank);
+    else
+        fputs(", \"rank\": null", f);
+    if (t->world_size > 0)
+        fprintf(f, ", \"world_size\": %d", (int)t->world_size);
+    else
+        fputs(", \"world_size\": null", f);
+    if (t->pid)
+        fprintf(f, ", \"pid\": %lld", (long long)t->pid);
+    else
+        fputs(", \"pid\": null", f);
+    fprintf(f, ", \"events\": %zu, \"threads\": %u, \"streams\": %u, \"steps\": %d", t->nev,
+            threads, streams, w.nsteps);
+    fprintf(f, ", \"span_us\": %.3f", (double)(t1 - t0) / 1e3);
+    if (t->wall_offset)
+        fprintf(f, ", \"start_unix_us\": %.3f", (double)(t0 + t->wall_offset) / 1e3);
+    else
+        fputs(", \"start_unix_us\": null", f);
+    fputs(", \"devices\": [", f);
+    for (uint32_t i = 0; i < t->ndevices; i++) {
+        const tl_device *d = &t->devices[i];
+        fprintf(f, "%s{\"id\": %d, \"name\": ", i ? ", " : "", (int)d->id);
+        tl_json_str(f, tl_str(&t->strings, d->name));
+        if (d->memory > 0)
+            fprintf(f, ", \"memory_bytes\": %lld", (long long)d->memory);
+        else
+            fputs(", \"memory_bytes\": null", f);
+        if (d->sm_count > 0)
+            fprintf(f, ", \"sm_count\": %d", (int)d->sm_count);
+        else
+            fputs(", \"sm_count\": null", f);
+        if (d->cc_major > 0)
+            fprintf(f, ", \"compute_capability\": \"%d.%d\"}", (int)d->cc_major, (int)d->cc_minor);
+        else
+            fputs(", \"compute_capability\": null}", f);
+    }
+    fputs("]}", f);
+    if (fclose(f) != 0) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
 }
 
 static void header_line(tl_out *out, const tl_trace *t)
 {
-    uint32_t threads = 0, streams = 0;
-    for (uint32_t i = 0; i < t->ntracks; i++) {
-        if (t->tracks[i].kind == TL_TRACK_STREAM)
-            streams++;
-        else
-            threads++;
-    }
+    uint32_t threads, streams;
+    track_counts(t, &threads, &streams);
     int64_t t0 = 0, t1 = 0;
     tl_trace_span(t, &t0, &t1);
     char span[64];
     tl_fmt_time(span, sizeof span, t1 - t0, TL_UNIT_AUTO);
     tl_out_text(out, "Trace: %s (%s): %zu events, %u threads, %u streams, span %s",
-                t->path ? t->path : "(memory)", source_name(t->source), t->nev, threads, streams,
+                t->path ? t->path : "(memory)", source_word(t->source, 0), t->nev, threads, streams,
                 span);
 }
 
@@ -308,6 +381,12 @@ int tl_report_write(FILE *f, const tl_trace *t, const tl_report_opts *o, tl_erro
 
     tl_out out;
     tl_out_begin(&out, f, o->fmt, o->unit);
+    out.wide = o->wide;
+    if (o->fmt == TL_FMT_JSON) {
+        char *meta = tl_trace_meta_json(t);
+        tl_out_json(&out, "trace", meta);
+        free(meta);
+    }
     if (o->header && o->fmt == TL_FMT_TEXT)
         header_line(&out, t);
     if (o->fmt == TL_FMT_CSV)

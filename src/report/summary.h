@@ -36,6 +36,7 @@ typedef struct tl_report_opts {
     tl_unit unit;
     int summary; /* short form: only in_summary views, sortable ones cut to top 10 */
     int header;  /* text: a first line naming the trace (path, source, counts) */
+    int wide;    /* text: print names whole (tl_out.wide) */
 } tl_report_opts;
 
 /* Check the view list: 0, or -1 with "unknown view 'x'; expected one of: ..." in err. */
@@ -47,6 +48,10 @@ int tl_report_check_views(const char *views, tl_error *err);
  * unknown view, a sort key that no selected sortable view has); -2 with err filled when a view
  * fails (out of memory). Write errors are left in ferror(f). */
 int tl_report_write(FILE *f, const tl_trace *t, const tl_report_opts *o, tl_error *err);
+
+/* The trace's metadata as one JSON object (path, source, rank, world size, pid, counts, span,
+ * devices), the "trace" member of JSON output; malloc'd, NULL when out of memory. */
+char *tl_trace_meta_json(const tl_trace *t);
 
 /* The default short report in text to f (used after a run and by `tally demo`). */
 int tl_summary_print(FILE *f, const tl_trace *t);

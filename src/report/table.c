@@ -8,6 +8,13 @@
  * carry plain numbers: times in microseconds (the column key says "_us"), percentages as
  * numbers, bytes as integers, so that a script never has to parse "1.5 MB".
  *
+ * CSV is one plain table, whatever the number of tables written: one header row and no comment
+ * lines, so that pandas.read_csv and Python's csv module read it unaided. A single table is
+ * written as it is; several (a report's views, the tables of diff or gaps) are held until
+ * tl_out_end and written as one table whose first column, "view", holds each row's table key,
+ * under the union of the tables' columns (a column a table lacks is empty on its rows). Titles
+ * and notes are text and JSON only.
+ *
  * Output errors (a full disk, a closed pipe) are left in the FILE's error flag for the caller
  * to check with ferror(); nothing here exits or prints anywhere else.
  */
@@ -20,17 +27,32 @@
 #include <string.h>
 #include <strings.h>
 
-/* Widest a left-aligned text column may get in text output; longer names end in "...". */
+/* Widest a text column may get in text output unless tl_out.wide is set; longer names end in
+ * "...". */
 #define TL_TEXT_MAX_NAME 60
 
+/* One table held for CSV output: its key, its column keys (with the "<key>_level" fields of
+ * indented names) and its fields as text, row-major, NULL where the cell is empty. */
+typedef struct csv_held {
+    char *view;
+    char **keys;
+    int ncols;
+    char **cells;
+    int nrows;
+} csv_held;
+
 /* Renderer state that does not belong in the public struct: JSON messages are collected and
- * written at the end (a JSON object may hold the key "messages" only once), and table keys are
- * remembered so that a repeated key gets a suffix instead of producing a duplicate key. */
+ * written at the end (a JSON object may hold the key "messages" only once), table keys are
+ * remembered so that a repeated key gets a suffix instead of producing a duplicate key, and
+ * CSV tables are held until the end (the header is the union of their columns). */
 struct tl_out_priv {
     char **msgs;
     int nmsgs;
     char **keys;
     int nkeys;
+    int nmembers; /* JSON: top-level members written so far (tables and tl_out_json) */
+    csv_held *csv;
+    int ncsv;
 };
 
 /* ---- small utilities -------------------------------------------------------------------- */
@@ -668,7 +690,7 @@ static void text_table(tl_out *o, const tl_table *t)
             }
             txt[(size_t)r * nc + c] = s;
             int cw = s ? disp_width(s) : 0;
-            if (t->cols[c].type == TL_COL_STR && cw > TL_TEXT_MAX_NAME)
+            if (!o->wide && t->cols[c].type == TL_COL_STR && cw > TL_TEXT_MAX_NAME)
                 cw = TL_TEXT_MAX_NAME;
             if (cw > w[c])
                 w[c] = cw;
@@ -752,7 +774,10 @@ static void csv_str(FILE *f, const char *s)
 {
     if (!s)
         s = "";
-    int quote = strpbrk(s, ",\"\r\n") != NULL || (*s && (s[0] == ' ' || s[strlen(s) - 1] == ' '));
+    /* A leading '#' is quoted too, so that no line starts with one: readers told to skip
+     * comment lines (numpy.genfromtxt, gnuplot) keep PyTorch's "## forward ##" rows. */
+    int quote = strpbrk(s, ",\"\r\n") != NULL ||
+                (*s && (s[0] == ' ' || s[0] == '#' || s[strlen(s) - 1] == ' '));
     if (!quote) {
         fputs(s, f);
         return;
@@ -766,49 +791,180 @@ static void csv_str(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* The key t is written under: its own, or with "_2", "_3", ... when a table of this output
+ * already used it, so that JSON keys and CSV view names stay unique. */
+static void unique_key(tl_out *o, const tl_table *t, char *key, size_t n)
+{
+    struct tl_out_priv *pv = o->priv;
+    snprintf(key, n, "%s", t->key);
+    if (!pv)
+        return;
+    for (int k = 2;; k++) {
+        int dup = 0;
+        for (int i = 0; i < pv->nkeys; i++)
+            if (strcmp(pv->keys[i], key) == 0)
+                dup = 1;
+        if (!dup)
+            break;
+        snprintf(key, n, "%s_%d", t->key, k);
+    }
+    char **nk = realloc(pv->keys, (size_t)(pv->nkeys + 1) * sizeof *nk);
+    if (nk) {
+        pv->keys = nk;
+        char *d = xstrdup(key);
+        if (d)
+            pv->keys[pv->nkeys++] = d;
+    }
+}
+
+static void csv_held_free(csv_held *h)
+{
+    for (int c = 0; c < h->ncols; c++)
+        free(h->keys[c]);
+    for (size_t i = 0; h->cells && i < (size_t)h->nrows * h->ncols; i++)
+        free(h->cells[i]);
+    free(h->keys);
+    free(h->cells);
+    free(h->view);
+}
+
+/* Copy t's fields as CSV text into the output's held tables. */
 static void csv_table(tl_out *o, const tl_table *t)
 {
-    FILE *f = o->f;
-    if (o->ntables > 0)
-        fputc('\n', f);
-    fputs("# ", f);
-    for (const char *p = t->title; *p; p++)
-        fputc(*p == '\n' || *p == '\r' ? ' ' : *p, f);
-    fputc('\n', f);
+    struct tl_out_priv *pv = o->priv;
+    if (!pv)
+        return;
+    csv_held *nh = realloc(pv->csv, (size_t)(pv->ncsv + 1) * sizeof *nh);
+    if (!nh)
+        return;
+    pv->csv = nh;
+    csv_held *h = &pv->csv[pv->ncsv++];
+    memset(h, 0, sizeof *h);
+    char key[256];
+    unique_key(o, t, key, sizeof key);
+    h->view = xstrdup(key);
     int *lvl = calloc(t->ncols ? (size_t)t->ncols : 1, sizeof *lvl);
-    for (int c = 0; c < t->ncols; c++) {
-        if (lvl)
-            lvl[c] = col_has_indent(t, c);
-        if (c)
-            fputc(',', f);
-        csv_str(f, t->cols[c].key);
-        if (lvl && lvl[c]) {
-            fputc(',', f);
-            fprintf(f, "%s_level", t->cols[c].key);
+    int n = 0;
+    for (int c = 0; c < t->ncols; c++)
+        n += 1 + (lvl && (lvl[c] = col_has_indent(t, c)));
+    h->keys = calloc(n ? (size_t)n : 1, sizeof *h->keys);
+    h->cells = calloc((size_t)(t->nrows ? t->nrows : 1) * (n ? n : 1), sizeof *h->cells);
+    if (!lvl || !h->keys || !h->cells) {
+        free(lvl);
+        csv_held_free(h);
+        pv->ncsv--;
+        return;
+    }
+    h->ncols = n;
+    for (int c = 0, k = 0; c < t->ncols; c++) {
+        h->keys[k++] = xstrdup(t->cols[c].key);
+        if (lvl[c]) {
+            char lk[256];
+            snprintf(lk, sizeof lk, "%s_level", t->cols[c].key);
+            h->keys[k++] = xstrdup(lk);
         }
     }
-    fputc('\n', f);
     char buf[128];
     for (int r = 0; r < t->nrows; r++) {
-        for (int c = 0; c < t->ncols; c++) {
+        char **row = &h->cells[(size_t)r * n];
+        for (int c = 0, k = 0; c < t->ncols; c++) {
             const tl_cell *cell = ccell_at(t, r, c);
-            if (c)
-                fputc(',', f);
             if (cell->set) {
                 if (t->cols[c].type == TL_COL_STR) {
-                    csv_str(f, cell->s);
+                    row[k] = xstrdup(cell->s);
                 } else {
                     fmt_number_cell(buf, sizeof buf, cell, t->cols[c].type);
                     if (strcmp(buf, "null") != 0)
-                        fputs(buf, f);
+                        row[k] = xstrdup(buf);
                 }
             }
-            if (lvl && lvl[c])
-                fprintf(f, ",%d", cell->indent);
+            k++;
+            if (lvl[c]) {
+                snprintf(buf, sizeof buf, "%d", cell->indent);
+                row[k++] = xstrdup(buf);
+            }
         }
-        fputc('\n', f);
     }
+    h->nrows = t->nrows;
     free(lvl);
+}
+
+/* Write the held tables: one as it is; several as one table with a "view" column first and
+ * the union of their columns, in order of first appearance (a key twice in one table is two
+ * columns). */
+static void csv_write(tl_out *o)
+{
+    struct tl_out_priv *pv = o->priv;
+    FILE *f = o->f;
+    if (!pv || pv->ncsv == 0)
+        return;
+    int multi = pv->ncsv > 1, nu = 0, cap = 0;
+    char **ukeys = NULL;
+    int **map = calloc((size_t)pv->ncsv, sizeof *map);
+    if (!map)
+        return;
+    for (int i = 0; i < pv->ncsv; i++) {
+        const csv_held *h = &pv->csv[i];
+        map[i] = calloc(h->ncols ? (size_t)h->ncols : 1, sizeof **map);
+        if (!map[i])
+            goto out;
+        for (int c = 0; c < h->ncols; c++) {
+            int u = -1;
+            for (int k = 0; k < nu && u < 0; k++) {
+                int taken = 0; /* an earlier column of this table took union column k */
+                for (int j = 0; j < c && !taken; j++)
+                    taken = map[i][j] == k;
+                if (!taken && strcmp(ukeys[k], h->keys[c]) == 0)
+                    u = k;
+            }
+            if (u < 0) {
+                if (nu == cap) {
+                    cap = cap ? cap * 2 : 32;
+                    char **nk = realloc(ukeys, (size_t)cap * sizeof *nk);
+                    if (!nk)
+                        goto out;
+                    ukeys = nk;
+                }
+                u = nu;
+                ukeys[nu++] = h->keys[c];
+            }
+            map[i][c] = u;
+        }
+    }
+    if (multi)
+        fputs("view", f);
+    for (int k = 0; k < nu; k++) {
+        if (k || multi)
+            fputc(',', f);
+        csv_str(f, ukeys[k]);
+    }
+    fputc('\n', f);
+    const char **line = calloc(nu ? (size_t)nu : 1, sizeof *line);
+    if (!line)
+        goto out;
+    for (int i = 0; i < pv->ncsv; i++) {
+        const csv_held *h = &pv->csv[i];
+        for (int r = 0; r < h->nrows; r++) {
+            memset(line, 0, (size_t)(nu ? nu : 1) * sizeof *line);
+            for (int c = 0; c < h->ncols; c++)
+                line[map[i][c]] = h->cells[(size_t)r * h->ncols + c];
+            if (multi)
+                csv_str(f, h->view);
+            for (int k = 0; k < nu; k++) {
+                if (k || multi)
+                    fputc(',', f);
+                if (line[k])
+                    csv_str(f, line[k]);
+            }
+            fputc('\n', f);
+        }
+    }
+    free(line);
+out:
+    for (int i = 0; i < pv->ncsv; i++)
+        free(map[i]);
+    free(map);
+    free(ukeys);
 }
 
 /* ---- json -------------------------------------------------------------------------------- */
@@ -897,32 +1053,25 @@ static const char *type_name(tl_coltype ty)
     return "str";
 }
 
+/* Count one more top-level member of the JSON object; non-zero when one was written before. */
+static int json_member(tl_out *o)
+{
+    struct tl_out_priv *pv = o->priv;
+    return pv ? pv->nmembers++ > 0 : o->ntables > 0;
+}
+
+void tl_json_str(FILE *f, const char *s)
+{
+    json_str(f, s);
+}
+
 static void json_table(tl_out *o, const tl_table *t)
 {
     FILE *f = o->f;
-    struct tl_out_priv *pv = o->priv;
     /* A key already used gets "_2", "_3", ... so that the object stays valid. */
     char key[256];
-    snprintf(key, sizeof key, "%s", t->key);
-    if (pv) {
-        for (int k = 2;; k++) {
-            int dup = 0;
-            for (int i = 0; i < pv->nkeys; i++)
-                if (strcmp(pv->keys[i], key) == 0)
-                    dup = 1;
-            if (!dup)
-                break;
-            snprintf(key, sizeof key, "%s_%d", t->key, k);
-        }
-        char **nk = realloc(pv->keys, (size_t)(pv->nkeys + 1) * sizeof *nk);
-        if (nk) {
-            pv->keys = nk;
-            char *d = xstrdup(key);
-            if (d)
-                pv->keys[pv->nkeys++] = d;
-        }
-    }
-    fputs(o->ntables > 0 ? ",\n  " : "\n  ", f);
+    unique_key(o, t, key, sizeof key);
+    fputs(json_member(o) ? ",\n  " : "\n  ", f);
     json_str(f, key);
     fputs(": {\n    \"title\": ", f);
     json_str(f, t->title);
@@ -1006,6 +1155,16 @@ void tl_out_table(tl_out *o, const tl_table *t)
     o->ntables++;
 }
 
+void tl_out_json(tl_out *o, const char *key, const char *json)
+{
+    if (!o || !o->f || o->fmt != TL_FMT_JSON || !key || !json)
+        return;
+    fputs(json_member(o) ? ",\n  " : "\n  ", o->f);
+    json_str(o->f, key);
+    fputs(": ", o->f);
+    fputs(json, o->f);
+}
+
 void tl_out_text(tl_out *o, const char *fmt, ...)
 {
     if (!o || !o->f || o->fmt == TL_FMT_CSV)
@@ -1043,9 +1202,12 @@ void tl_out_end(tl_out *o)
     if (!o)
         return;
     struct tl_out_priv *pv = o->priv;
+    if (o->fmt == TL_FMT_CSV && o->f)
+        csv_write(o);
     if (o->fmt == TL_FMT_JSON && o->f) {
+        int any = pv ? pv->nmembers > 0 : o->ntables > 0;
         if (pv && pv->nmsgs > 0) {
-            fputs(o->ntables > 0 ? ",\n  \"messages\": [" : "\n  \"messages\": [", o->f);
+            fputs(json_member(o) ? ",\n  \"messages\": [" : "\n  \"messages\": [", o->f);
             for (int i = 0; i < pv->nmsgs; i++) {
                 if (i)
                     fputs(", ", o->f);
@@ -1053,9 +1215,12 @@ void tl_out_end(tl_out *o)
             }
             fputc(']', o->f);
         }
-        fputs(o->ntables > 0 || (pv && pv->nmsgs > 0) ? "\n}\n" : "}\n", o->f);
+        fputs(any || (pv && pv->nmsgs > 0) ? "\n}\n" : "}\n", o->f);
     }
     if (pv) {
+        for (int i = 0; i < pv->ncsv; i++)
+            csv_held_free(&pv->csv[i]);
+        free(pv->csv);
         for (int i = 0; i < pv->nmsgs; i++)
             free(pv->msgs[i]);
         free(pv->msgs);

@@ -78,17 +78,25 @@ int tl_format_parse(const char *s);
 int tl_unit_parse(const char *s);
 
 /* An output: a sequence of tables written in one format. JSON output is one object whose keys
- * are the tables' keys; CSV output separates tables with a blank line and a "# title" line. */
+ * are the tables' keys (and those given to tl_out_json). CSV output is one plain table with one
+ * header row: a single table as it is; several as one table with a first column "view" (each
+ * row's table key) under the union of their columns, written at tl_out_end. */
 typedef struct tl_out {
     FILE *f;
     tl_format fmt;
     tl_unit unit;             /* text only: force one unit for times */
+    int wide;                 /* text only: never cut names (set after tl_out_begin) */
     int ntables;              /* written so far */
     struct tl_out_priv *priv; /* renderer state (json messages, keys used); table.c owns it */
 } tl_out;
 
 void tl_out_begin(tl_out *o, FILE *f, tl_format fmt, tl_unit unit);
 void tl_out_table(tl_out *o, const tl_table *t);
+/* JSON only: a top-level member "key": json, json being a complete JSON value (the trace's
+ * metadata); ignored in text and csv. */
+void tl_out_json(tl_out *o, const char *key, const char *json);
+/* Write s as a JSON string (quoted, escaped; invalid UTF-8 replaced) to f. */
+void tl_json_str(FILE *f, const char *s);
 /* A free-form paragraph: text only (ignored in csv; json: under "messages"). */
 void tl_out_text(tl_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void tl_out_end(tl_out *o);

@@ -10,7 +10,7 @@ trap 'rm -rf "$work"' EXIT
 fail() { echo "fork: $*" >&2; exit 1; }
 
 # the calls (name,calls) of a trace, from the ops table
-calls() { "$TALLY" report "$1" --views ops --format csv 2>/dev/null | awk -F, 'NR > 2 && NF > 2 {print $1 "," $NF}' | sort; }
+calls() { "$TALLY" report "$1" --views ops --format csv 2>/dev/null | awk -F, 'NR > 1 && NF > 2 {print $1 "," $NF}' | sort; }
 
 mkdir "$work/rec"
 child=$("$PROG" "$work/rec" record) || fail "prog_fork record failed"

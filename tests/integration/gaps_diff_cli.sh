@@ -32,27 +32,26 @@ trace "$work/b.json" fused_past
 # --- gaps -------------------------------------------------------------------------------------
 "$TALLY" gaps "$work/a.json" --format csv >"$work/gaps.csv" 2>"$work/err.txt" ||
   { cat "$work/err.txt" >&2; fail "tally gaps failed"; }
-# value of field $2 in the first data row of the csv table titled $1
+# value of field $2 in the first row of table $1 (the "view" column) of the one csv table
 field() {
-  awk -F, -v t="# $1" -v k="$2" '
-    $0 == t { intable = 1; next }
-    intable && !hdr { for (i = 1; i <= NF; i++) col[$i] = i; hdr = 1; next }
-    intable && hdr { print $(col[k]); exit }' "$work/gaps.csv"
+  awk -F, -v t="$1" -v k="$2" '
+    NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+    $1 == t { print $(col[k]); exit }' "$work/gaps.csv"
 }
 near() { awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; exit !(d < 0.001 && d > -0.001) }'; }
-near "$(field "GPU Idle Time" idle_us)" 5110 || fail "idle_us $(field "GPU Idle Time" idle_us) != 5110"
-near "$(field "GPU Idle Time" host_wait_us)" 5000 || fail "host wait != 5000 us"
-near "$(field "GPU Idle Time" kernel_wait_us)" 10 || fail "kernel wait != 10 us"
-near "$(field "GPU Idle Time" other_wait_us)" 100 || fail "other != 100 us"
-near "$(field "Largest GPU Gaps" length_us)" 5000 || fail "largest gap != 5000 us"
-[ "$(field "Largest GPU Gaps" host_ranges)" = build_batched_past ] ||
-  fail "host range of the largest gap: '$(field "Largest GPU Gaps" host_ranges)'"
-near "$(field "Kernel Launches" launch_delay_max_us)" 515 || fail "max launch delay != 515 us"
-[ "$(field "Kernel Launches" short_kernels)" = 1 ] || fail "short kernels != 1"
+near "$(field gpu_idle idle_us)" 5110 || fail "idle_us $(field gpu_idle idle_us) != 5110"
+near "$(field gpu_idle host_wait_us)" 5000 || fail "host wait != 5000 us"
+near "$(field gpu_idle kernel_wait_us)" 10 || fail "kernel wait != 10 us"
+near "$(field gpu_idle other_wait_us)" 100 || fail "other != 100 us"
+near "$(field gpu_gaps length_us)" 5000 || fail "largest gap != 5000 us"
+[ "$(field gpu_gaps host_ranges)" = build_batched_past ] ||
+  fail "host range of the largest gap: '$(field gpu_gaps host_ranges)'"
+near "$(field kernel_launches launch_delay_max_us)" 515 || fail "max launch delay != 515 us"
+[ "$(field kernel_launches short_kernels)" = 1 ] || fail "short kernels != 1"
 
 # the kernel-wait threshold is in real microseconds
 "$TALLY" gaps "$work/a.json" --kernel-wait-us 200 --format csv >"$work/gaps.csv"
-near "$(field "GPU Idle Time" kernel_wait_us)" 110 || fail "--kernel-wait-us 200: kernel wait != 110 us"
+near "$(field gpu_idle kernel_wait_us)" 110 || fail "--kernel-wait-us 200: kernel wait != 110 us"
 
 # json parses, text lines up
 "$TALLY" gaps "$work/a.json" --format json >"$work/gaps.json"
@@ -78,10 +77,17 @@ set -e
 # --- diff -------------------------------------------------------------------------------------
 "$TALLY" diff "$work/a.json" "$work/b.json" --views ranges --format csv >"$work/diff.csv" 2>"$work/err.txt" ||
   { cat "$work/err.txt" >&2; fail "tally diff failed"; }
-grep -q "^build_batched_past,.*,vanished$" "$work/diff.csv" || { cat "$work/diff.csv" >&2; fail "no vanished row"; }
-grep -q "^fused_past,.*,new$" "$work/diff.csv" || fail "no new row"
-grep -q "^Avg step," "$work/diff.csv" || fail "no step time row"
+# "view,name,change" of every row of a diff csv
+changes() {
+  awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+           { print $col["view"] "," $col["name"] "," $col["change"] }' "$1"
+}
+changes "$work/diff.csv" >"$work/changes.txt"
+grep -qx "ranges_diff,build_batched_past,vanished" "$work/changes.txt" || { cat "$work/diff.csv" >&2; fail "no vanished row"; }
+grep -qx "ranges_diff,fused_past,new" "$work/changes.txt" || fail "no new row"
+grep -q "^step_time,Avg step," "$work/changes.txt" || fail "no step time row"
 # the same trace against itself: every row "same"
 "$TALLY" diff "$work/a.json" "$work/a.json" --views ranges --format csv >"$work/same.csv"
-! grep -qE ",(up|down|new|vanished)$" "$work/same.csv" || fail "a trace differs from itself"
+changes "$work/same.csv" >"$work/changes.txt"
+! grep -qE ",(up|down|new|vanished|faster|slower)$" "$work/changes.txt" || fail "a trace differs from itself"
 echo "gaps_diff_cli: ok"

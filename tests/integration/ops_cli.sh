@@ -21,9 +21,8 @@ awk '/^=== count$/ {on=1; next} /^===/ {on=0}
 
 "$TALLY" ops "$trace" --sort count --format csv >"$work/ops.csv" 2>"$work/err.txt" ||
   { cat "$work/err.txt" >&2; fail "tally ops failed"; }
-# csv: a "# Ops" line, then the header, then rows; name is the first field, calls the field
-# named "calls"
-awk -F, 'NR == 1 && /^#/ {next} !h {for (i = 1; i <= NF; i++) if ($i == "calls") c = i; h = 1; next}
+# csv: the header, then rows; name is the first field, calls the field named "calls"
+awk -F, '!h {for (i = 1; i <= NF; i++) if ($i == "calls") c = i; h = 1; next}
          NF {n = $1; gsub(/"/, "", n); if (length(n) >= 52) n = substr(n, 1, 52) "...";
              print n "\t" $c}' "$work/ops.csv" | sort >"$work/ours.tsv"
 diff "$work/torch.tsv" "$work/ours.tsv" >"$work/diff.txt" ||

@@ -90,7 +90,9 @@ PY
 
 # csv: one header per table, plain numbers
 "$TALLY" report "$trace" --views perf --format csv >"$work/r.csv"
-grep -q '^name,steps,avg_us,max_us,min_us,total_us,ratio_pct$' "$work/r.csv"
+# two tables (perf, perf_ips) in one csv: one header row, a view column first
+grep -q '^view,name,steps,avg_us,max_us,min_us,total_us,ratio_pct,' "$work/r.csv"
+[ "$(grep -c '^view,' "$work/r.csv")" = 1 ] && ! grep -q '^#' "$work/r.csv"
 
 # text: the default report works and lines up (every table's rule is as wide as its header)
 "$TALLY" report "$trace" >"$work/r.txt"
