@@ -10,6 +10,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 void tl_ivset_add(tl_ivset *set, int64_t s, int64_t e)
 {
@@ -271,6 +272,15 @@ void tl_sort_i64(int64_t *a, size_t n)
     free(tmp);
 }
 
+int tl_has_ci(const char *s, const char *needle)
+{
+    size_t n = strlen(needle);
+    for (; *s; s++)
+        if (strncasecmp(s, needle, n) == 0)
+            return 1;
+    return 0;
+}
+
 void tl_self_times(const tl_trace *t, int64_t *out)
 {
     for (size_t i = 0; i < t->nev; i++)
@@ -308,4 +318,106 @@ int tl_view_sort(tl_table *tab, const tl_view_opts *o, const char *default_key, 
     if (o && o->top > 0)
         tl_table_truncate(tab, from + o->top);
     return 0;
+}
+
+/* ---- the scope of the GPU views ----------------------------------------------------------- */
+
+int tl_gpu_scope_init(const tl_trace *t, const tl_view_opts *o, tl_gpu_scope *s)
+{
+    memset(s, 0, sizeof *s);
+    s->all = o && o->window_all;
+    s->linked_only = o && o->linked_only;
+    tl_profiled_window(t, &s->w);
+    if (s->all) {
+        int64_t t0, t1;
+        tl_trace_span(t, &t0, &t1);
+        tl_ivset_add(&s->window, t0, t1);
+    } else {
+        tl_profiled_window_set(t, &s->window);
+    }
+    s->total = tl_ivset_length(&s->window);
+    int64_t t0, t1;
+    tl_trace_span(t, &t0, &t1);
+    return t1 > t0 && !s->window.n ? -1 : 0; /* the window could not be stored */
+}
+
+void tl_gpu_scope_free(tl_gpu_scope *s)
+{
+    tl_ivset_free(&s->window);
+}
+
+int tl_gpu_scope_linked(const tl_gpu_scope *s, const tl_event *e)
+{
+    return !s->linked_only || e->link != TL_NONE;
+}
+
+/* Index of the first window interval that ends after x. */
+static size_t window_from(const tl_ivset *w, int64_t x)
+{
+    size_t lo = 0, hi = w->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (w->v[mid].e <= x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static int window_has(const tl_ivset *w, int64_t x)
+{
+    size_t k = window_from(w, x);
+    return k < w->n && w->v[k].s <= x;
+}
+
+int tl_gpu_scope_counts(const tl_trace *t, const tl_gpu_scope *s, const tl_event *e)
+{
+    if (!tl_gpu_scope_linked(s, e))
+        return 0;
+    if (s->all)
+        return 1;
+    int64_t at = e->link != TL_NONE ? t->ev[e->link].ts : e->ts;
+    return window_has(&s->window, at);
+}
+
+int64_t tl_gpu_scope_len(const tl_gpu_scope *s, int64_t a, int64_t b)
+{
+    if (b <= a)
+        return 0;
+    if (s->all)
+        return b - a;
+    int64_t n = 0;
+    for (size_t k = window_from(&s->window, a); k < s->window.n && s->window.v[k].s < b; k++) {
+        int64_t x = s->window.v[k].s > a ? s->window.v[k].s : a;
+        int64_t y = s->window.v[k].e < b ? s->window.v[k].e : b;
+        if (y > x)
+            n += y - x;
+    }
+    return n;
+}
+
+int tl_gpu_scope_touches(const tl_gpu_scope *s, const tl_event *e)
+{
+    if (!tl_gpu_scope_linked(s, e))
+        return 0;
+    if (s->all)
+        return 1;
+    return e->dur > 0 ? tl_gpu_scope_len(s, e->ts, e->ts + e->dur) > 0
+                      : window_has(&s->window, e->ts);
+}
+
+void tl_gpu_scope_clip(const tl_gpu_scope *s, tl_ivset *set)
+{
+    if (s->all)
+        return;
+    tl_ivset tmp = {0};
+    tl_ivset_intersect(set, &s->window, &tmp);
+    tl_ivset_free(set);
+    *set = tmp;
+}
+
+const char *tl_gpu_scope_name(const tl_gpu_scope *s)
+{
+    return s->all ? "the whole file" : s->w.nsteps ? "the steps" : "the span of the trace";
 }

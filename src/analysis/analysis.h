@@ -53,6 +53,9 @@ void tl_profiled_window_set(const tl_trace *t, tl_ivset *set);
  * thousands). */
 void tl_sort_i64(int64_t *a, size_t n);
 
+/* 1 when needle occurs in s, ignoring case. */
+int tl_has_ci(const char *s, const char *needle);
+
 /* Self time of every event: dur minus the durations of its direct children (host spans and
  * runtime calls nested in it on the same track). out has t->nev entries. */
 void tl_self_times(const tl_trace *t, int64_t *out);
@@ -71,9 +74,50 @@ typedef struct tl_view_opts {
     int series;     /* memory: the full timeline and layout (csv/json) instead of text summaries */
     int brief;      /* the short form (the summary after a run, the demo's report): memory shows its
                      * devices, the peak by category and any leak */
-    int device_set; /* memory: show only device (-1 = host memory) */
+    int device_set; /* memory, gaps: show only device (-1 = host memory) */
     int32_t device;
+    int stream_set; /* gaps: show only this stream (a stream id, the "tid" of a device track) */
+    int64_t stream;
+    int window_all;  /* GPU views (--window all): the whole file instead of the steps */
+    int linked_only; /* GPU views (--linked-only): only device work whose launching runtime call
+                      * (the call with the same correlation id) is in the file */
 } tl_view_opts;
+
+/* ---- which device work a GPU view counts: --window and --linked-only --------------------- */
+
+/* Every GPU view (device, kernel, memcpy, distributed, gaps, gpu, findings) takes its device
+ * work through one scope, so that `--window` and `--linked-only` mean the same everywhere:
+ *   - window steps (the default): time is the profiled window (the union of the steps, or the
+ *     span of the trace without steps). Views of unions clip intervals to it; views of sums
+ *     (kernel, memcpy) count the work launched in it (its launch call started in a step) or,
+ *     when the launch is unknown, started in it — the overview's rule.
+ *   - window all: the whole file; nothing is clipped and every op counts.
+ *   - linked only: an op counts only when the runtime call that launched it (same correlation
+ *     id) is in the file, as TraceLens counts GPU events that are in its call tree. */
+typedef struct tl_gpu_scope {
+    int all;         /* --window all */
+    int linked_only; /* --linked-only */
+    tl_window w;     /* the profiled window (steps or span), also under --window all */
+    tl_ivset window; /* normalized: the steps (or the trace's span); all: the trace's span */
+    int64_t total;   /* length of window */
+} tl_gpu_scope;
+
+/* o may be NULL (steps, all ops). Returns 0, or -1 when out of memory. */
+int tl_gpu_scope_init(const tl_trace *t, const tl_view_opts *o, tl_gpu_scope *s);
+void tl_gpu_scope_free(tl_gpu_scope *s);
+/* 1 when device op e passes --linked-only (always, without it). */
+int tl_gpu_scope_linked(const tl_gpu_scope *s, const tl_event *e);
+/* Views of sums: 1 when device op e counts (linked filter; steps: launched in a step). */
+int tl_gpu_scope_counts(const tl_trace *t, const tl_gpu_scope *s, const tl_event *e);
+/* Views of unions: 1 when device op e passes the linked filter and any of it lies in the window
+ * (always under --window all). */
+int tl_gpu_scope_touches(const tl_gpu_scope *s, const tl_event *e);
+/* Length of [a, b) inside the window (b - a under --window all). */
+int64_t tl_gpu_scope_len(const tl_gpu_scope *s, int64_t a, int64_t b);
+/* Clip a normalized set to the window (nothing under --window all). */
+void tl_gpu_scope_clip(const tl_gpu_scope *s, tl_ivset *set);
+/* "the steps" / "the span of the trace" / "the whole file", for notes. */
+const char *tl_gpu_scope_name(const tl_gpu_scope *s);
 
 /* Apply sort/top from opts to rows [from, nrows); returns 0, or -1 when opts->sort names no
  * column (message in err). */

@@ -23,18 +23,41 @@ const char *tl_wait_name(tl_wait w); /* "host wait", "kernel wait", "other" */
 
 typedef struct tl_gap {
     int64_t s, e;   /* [s, e): the stream had no op running */
+    int64_t len;    /* the part of it inside the window (e - s without a window) */
     uint32_t track; /* the stream */
     uint8_t cause;  /* tl_wait */
 } tl_gap;
 
+/* What a stream is for, from its kernels (insight_idle.c). Findings blame launches only for the
+ * idle time of compute streams: a communication stream waits for the next collective by design,
+ * and a side stream (a copy stream, a stream running a few small kernels) idles while the
+ * compute stream works. */
+typedef enum tl_stream_role {
+    TL_ROLE_COMPUTE = 0, /* a stream holding a large share of the device's computation */
+    TL_ROLE_COMM,        /* most of its kernel time is collectives (nccl, rccl, xccl, hccl) */
+    TL_ROLE_SIDE         /* little of the device's computation (or only copies and memsets) */
+} tl_stream_role;
+
+const char *tl_stream_role_name(tl_stream_role r); /* "compute", "communication", "side" */
+
+#define TL_COMM_STREAM_PCT 50.0    /* collectives' share of a stream's kernel time: communication */
+#define TL_SIDE_STREAM_PCT 20.0    /* below this share of its device's computation: side stream */
+#define TL_LONG_GAP_NS     1000000 /* a gap of 1 ms or more is "long", never a launch gap */
+
 typedef struct tl_stream_stats {
     uint32_t track;
-    int64_t first, last;               /* start of the first device op, end of the last one */
-    int64_t busy;                      /* union of the ops' intervals */
-    int64_t wait[3];                   /* idle split by tl_wait; their sum = last - first - busy */
-    int64_t ops;                       /* kernels, copies and memsets on the stream */
-    int64_t kernels;                   /* kernels among them */
-    int64_t linked;                    /* kernels whose launch call is known */
+    int32_t device;
+    uint8_t role;        /* tl_stream_role */
+    int64_t first, last; /* start of the first device op, end of the last one */
+    int64_t span;        /* [first, last] inside the window (last - first without) */
+    int64_t busy;        /* union of the ops' intervals, inside the window */
+    int64_t wait[3];     /* idle split by tl_wait, inside the window; sum = span - busy */
+    int64_t launch_wait; /* launch gaps: host or kernel wait before a kernel, each gap < 1 ms */
+    int64_t long_gaps, long_time; /* gaps of TL_LONG_GAP_NS or more: count, time in the window */
+    int64_t comm_time, comp_time; /* sums of collective / other kernel durations */
+    int64_t ops;                  /* kernels, copies and memsets on the stream */
+    int64_t kernels;              /* kernels among them */
+    int64_t linked;               /* kernels whose launch call is known */
     int64_t short_kernels, short_time; /* kernels shorter than the short threshold, their time */
     int64_t kernel_time;               /* sum of kernel durations */
     int64_t call_time; /* sum of the durations of the launch calls of the linked kernels */
@@ -56,9 +79,13 @@ typedef struct tl_idle {
 #define TL_SHORT_KERNEL_NS_DEFAULT 10000 /* 10 us */
 #define TL_KERNEL_WAIT_NS_DEFAULT  30000 /* 30 us: what HTA applies in effect (see docs/gaps.md) */
 
-/* Analyse every device stream of a finished trace. Thresholds <= 0 take the defaults.
- * Returns 0, or -1 when out of memory. */
+/* Analyse every device stream of a finished trace, over the whole file. Thresholds <= 0 take
+ * the defaults. Returns 0, or -1 when out of memory. */
 int tl_idle_compute(const tl_trace *t, int64_t short_ns, int64_t kernel_wait_ns, tl_idle *out);
+/* The same over a scope (--window, --linked-only; NULL = the whole file, every op): only the ops
+ * it counts (tl_gpu_scope_touches), and every time (span, busy, gaps) inside its window. */
+int tl_idle_compute_ex(const tl_trace *t, const tl_gpu_scope *sc, int64_t short_ns,
+                       int64_t kernel_wait_ns, tl_idle *out);
 void tl_idle_free(tl_idle *x);
 /* Reorder x->gaps so that its first min(k, ngaps) entries are the k longest, longest first
  * (ties: earlier first); k = 0 sorts them all. */
@@ -101,8 +128,11 @@ typedef struct tl_comm {
 
 /* 1 when a kernel name is a collective-communication kernel (nccl, rccl, xccl, hccl). */
 int tl_is_comm_kernel_name(const char *name);
-/* Returns 0, or -1 when out of memory. */
+/* Over the profiled window, every device. Returns 0, or -1 when out of memory. */
 int tl_comm_compute(const tl_trace *t, tl_comm *c);
+/* The kernels of sc (--window, --linked-only), of one device (device < 0: all), clipped to its
+ * window. */
+int tl_comm_compute_ex(const tl_trace *t, const tl_gpu_scope *sc, int32_t device, tl_comm *c);
 
 /* ---- diff (view_diff.c) ------------------------------------------------------------------ */
 

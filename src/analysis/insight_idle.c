@@ -19,6 +19,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+const char *tl_stream_role_name(tl_stream_role r)
+{
+    switch (r) {
+    case TL_ROLE_COMPUTE:
+        return "compute";
+    case TL_ROLE_COMM:
+        return "communication";
+    default:
+        return "side";
+    }
+}
+
 const char *tl_wait_name(tl_wait w)
 {
     switch (w) {
@@ -112,7 +124,7 @@ static void queue_stats(qpoint *q, size_t nq, tl_stream_stats *st)
 static int cmp_gap(const void *pa, const void *pb)
 {
     const tl_gap *a = pa, *b = pb;
-    int64_t la = a->e - a->s, lb = b->e - b->s;
+    int64_t la = a->len, lb = b->len;
     if (la != lb)
         return la > lb ? -1 : 1;
     if (a->s != b->s)
@@ -120,17 +132,36 @@ static int cmp_gap(const void *pa, const void *pb)
     return (a->track > b->track) - (a->track < b->track);
 }
 
+/* Length of [a, b) inside the scope's window (all of it without a scope). */
+static int64_t in_window(const tl_gpu_scope *sc, int64_t a, int64_t b)
+{
+    return sc ? tl_gpu_scope_len(sc, a, b) : (b > a ? b - a : 0);
+}
+
+/* 1 when the kernel named id is a collective; named caches the answer per string id (0 = not
+ * looked at, 1 = no, 2 = yes). */
+static int comm_name(const tl_trace *t, uint8_t *named, uint32_t id)
+{
+    if (id >= t->strings.count)
+        return 0;
+    if (!named[id])
+        named[id] = (uint8_t)(1 + tl_is_comm_kernel_name(tl_str(&t->strings, id)));
+    return named[id] == 2;
+}
+
 /* Analyse ops [from, to) of one stream track. */
-static int stream_pass(const tl_trace *t, size_t from, size_t to, tl_idle *x, tl_stream_stats *st)
+static int stream_pass(const tl_trace *t, const tl_gpu_scope *sc, uint8_t *named, size_t from,
+                       size_t to, tl_idle *x, tl_stream_stats *st)
 {
     memset(st, 0, sizeof *st);
     st->track = t->ev[from].track;
+    st->device = t->tracks[st->track].device;
     size_t nops = 0;
     for (size_t i = from; i < to; i++)
         if (is_device_op(&t->ev[i]))
             nops++;
-    st->delays = tl_big_alloc(nops * sizeof *st->delays);
-    qpoint *q = tl_big_alloc(nops * 2 * sizeof *q);
+    st->delays = tl_big_alloc((nops ? nops : 1) * sizeof *st->delays);
+    qpoint *q = tl_big_alloc((nops ? nops : 1) * 2 * sizeof *q);
     if (!st->delays || !q) {
         free(q);
         return -1;
@@ -139,36 +170,44 @@ static int stream_pass(const tl_trace *t, size_t from, size_t to, tl_idle *x, tl
     int64_t prev_end = INT64_MIN;
     for (size_t i = from; i < to; i++) {
         const tl_event *e = &t->ev[i];
-        if (!is_device_op(e))
+        if (!is_device_op(e) || (sc && !tl_gpu_scope_touches(sc, e)))
             continue;
         int64_t end = e->ts + (e->dur > 0 ? e->dur : 0);
         const tl_event *call = e->link != TL_NONE ? &t->ev[e->link] : NULL;
         if (prev_end == INT64_MIN) {
             st->first = e->ts;
         } else if (e->ts > prev_end) {
-            int64_t len = e->ts - prev_end;
+            int64_t raw = e->ts - prev_end, len = in_window(sc, prev_end, e->ts);
             tl_wait w;
             if (call && call->ts > prev_end)
                 w = TL_WAIT_HOST;
-            else if (len < x->kernel_wait_ns)
+            else if (raw < x->kernel_wait_ns)
                 w = TL_WAIT_KERNEL; /* an op without a known launch call lands here too */
             else
                 w = TL_WAIT_OTHER;
             st->wait[w] += len;
-            if (x->ngaps % 1024 == 0) {
-                tl_gap *ng = realloc(x->gaps, (x->ngaps + 1024) * sizeof *ng);
-                if (!ng) {
-                    free(q);
-                    return -1;
-                }
-                x->gaps = ng;
+            if (raw >= TL_LONG_GAP_NS && len > 0) {
+                st->long_gaps++;
+                st->long_time += len;
+            } else if (w != TL_WAIT_OTHER && e->cat == TL_CAT_KERNEL) {
+                st->launch_wait += len;
             }
-            x->gaps[x->ngaps++] = (tl_gap){prev_end, e->ts, st->track, (uint8_t)w};
+            if (len > 0) {
+                if (x->ngaps % 1024 == 0) {
+                    tl_gap *ng = realloc(x->gaps, (x->ngaps + 1024) * sizeof *ng);
+                    if (!ng) {
+                        free(q);
+                        return -1;
+                    }
+                    x->gaps = ng;
+                }
+                x->gaps[x->ngaps++] = (tl_gap){prev_end, e->ts, len, st->track, (uint8_t)w};
+            }
         }
         if (prev_end == INT64_MIN || e->ts > prev_end)
-            st->busy += end - e->ts;
+            st->busy += in_window(sc, e->ts, end);
         else if (end > prev_end)
-            st->busy += end - prev_end;
+            st->busy += in_window(sc, prev_end, end);
         if (end > prev_end)
             prev_end = end;
         st->ops++;
@@ -181,6 +220,10 @@ static int stream_pass(const tl_trace *t, size_t from, size_t to, tl_idle *x, tl
             continue;
         st->kernels++;
         st->kernel_time += e->dur;
+        if (comm_name(t, named, e->name))
+            st->comm_time += e->dur;
+        else
+            st->comp_time += e->dur;
         if (e->dur < x->short_ns) {
             st->short_kernels++;
             st->short_time += e->dur;
@@ -192,7 +235,12 @@ static int stream_pass(const tl_trace *t, size_t from, size_t to, tl_idle *x, tl
             st->delays[st->ndelays++] = d > 0 ? d : 0;
         }
     }
+    if (!st->ops) {
+        free(q);
+        return 0;
+    }
     st->last = prev_end;
+    st->span = in_window(sc, st->first, st->last);
 
     if (nq) {
         queue_stats(q, nq, st);
@@ -201,11 +249,43 @@ static int stream_pass(const tl_trace *t, size_t from, size_t to, tl_idle *x, tl
     return 0;
 }
 
+/* Communication streams first; then, per device, the computation the other streams hold. */
+static void assign_roles(tl_idle *x)
+{
+    for (size_t i = 0; i < x->nstreams; i++) {
+        tl_stream_stats *s = &x->streams[i];
+        s->role = s->kernel_time > 0 &&
+                          100.0 * (double)s->comm_time > TL_COMM_STREAM_PCT * (double)s->kernel_time
+                      ? TL_ROLE_COMM
+                      : TL_ROLE_COMPUTE;
+    }
+    for (size_t i = 0; i < x->nstreams; i++) {
+        tl_stream_stats *s = &x->streams[i];
+        if (s->role == TL_ROLE_COMM)
+            continue;
+        int64_t dev = 0;
+        for (size_t j = 0; j < x->nstreams; j++)
+            if (x->streams[j].device == s->device && x->streams[j].role != TL_ROLE_COMM)
+                dev += x->streams[j].comp_time;
+        if (s->comp_time <= 0 || 100.0 * (double)s->comp_time < TL_SIDE_STREAM_PCT * (double)dev)
+            s->role = TL_ROLE_SIDE;
+    }
+}
+
 int tl_idle_compute(const tl_trace *t, int64_t short_ns, int64_t kernel_wait_ns, tl_idle *x)
+{
+    return tl_idle_compute_ex(t, NULL, short_ns, kernel_wait_ns, x);
+}
+
+int tl_idle_compute_ex(const tl_trace *t, const tl_gpu_scope *sc, int64_t short_ns,
+                       int64_t kernel_wait_ns, tl_idle *x)
 {
     memset(x, 0, sizeof *x);
     x->short_ns = short_ns > 0 ? short_ns : TL_SHORT_KERNEL_NS_DEFAULT;
     x->kernel_wait_ns = kernel_wait_ns > 0 ? kernel_wait_ns : TL_KERNEL_WAIT_NS_DEFAULT;
+    uint8_t *named = calloc(t->strings.count ? t->strings.count : 1, 1);
+    if (!named)
+        return -1;
     size_t cap = 0;
     for (size_t i = 0; i < t->nev;) {
         uint32_t tr = t->ev[i].track;
@@ -224,16 +304,22 @@ int tl_idle_compute(const tl_trace *t, int64_t short_ns, int64_t kernel_wait_ns,
                     goto oom;
                 x->streams = ns;
             }
-            if (stream_pass(t, i, j, x, &x->streams[x->nstreams]) != 0) {
+            if (stream_pass(t, sc, named, i, j, x, &x->streams[x->nstreams]) != 0) {
                 free(x->streams[x->nstreams].delays);
                 goto oom;
             }
-            x->nstreams++;
+            if (x->streams[x->nstreams].ops)
+                x->nstreams++;
+            else
+                free(x->streams[x->nstreams].delays); /* nothing of it in the scope */
         }
         i = j;
     }
+    free(named);
+    assign_roles(x);
     return 0;
 oom:
+    free(named);
     tl_idle_free(x);
     return -1;
 }

@@ -82,24 +82,25 @@ static int track_cmp(const void *pa, const void *pb, void *ctx)
 
 tl_table *tl_view_device(const tl_trace *t, const tl_view_opts *o, tl_error *err)
 {
-    (void)o;
     tl_table *tab = tl_table_new("Device Summary", "device", cols, C_NCOLS);
     stream_acc *acc = calloc(t->ntracks ? t->ntracks : 1, sizeof *acc);
     uint32_t *order = malloc((t->ntracks ? t->ntracks : 1) * sizeof *order);
-    tl_ivset win = {0};
-    if (!tab || !acc || !order) {
+    tl_gpu_scope sc;
+    int scope_ok = tl_gpu_scope_init(t, o, &sc) == 0;
+    if (!tab || !acc || !order || !scope_ok) {
+        tl_gpu_scope_free(&sc);
         tl_table_free(tab);
         free(acc);
         free(order);
         tl_error_setc(err, TL_ERR_NOMEM, "device view: out of memory");
         return NULL;
     }
-    tl_profiled_window_set(t, &win);
-    int64_t window = tl_ivset_length(&win);
+    const tl_ivset win = sc.window; /* the steps, or the whole file (--window all) */
+    int64_t window = sc.total;
 
     for (size_t i = 0; i < t->nev; i++) {
         const tl_event *e = &t->ev[i];
-        if (!tl_is_device_work(e) || e->track >= t->ntracks)
+        if (!tl_is_device_work(e) || e->track >= t->ntracks || !tl_gpu_scope_touches(&sc, e))
             continue;
         stream_acc *a = &acc[e->track];
         a->used = 1;
@@ -180,12 +181,11 @@ tl_table *tl_view_device(const tl_trace *t, const tl_view_opts *o, tl_error *err
     else {
         char w[32];
         tl_fmt_time(w, sizeof w, window, TL_UNIT_AUTO);
-        tl_window pw;
-        tl_profiled_window(t, &pw);
         tl_table_note(tab,
-                      "Busy = union of intervals within the profiled window (%s, %s); Util = "
-                      "busy / window. Copies include memsets.",
-                      w, pw.nsteps ? "union of the steps" : "span of the trace");
+                      "Busy = union of intervals within the window (%s, %s); Util = busy / "
+                      "window. Copies include memsets.%s",
+                      w, tl_gpu_scope_name(&sc),
+                      sc.linked_only ? " Only ops whose launch call is in the file." : "");
     }
     for (uint32_t k = 0; k < t->ntracks; k++) {
         tl_ivset_free(&acc[k].kern);
@@ -193,6 +193,6 @@ tl_table *tl_view_device(const tl_trace *t, const tl_view_opts *o, tl_error *err
     }
     free(acc);
     free(order);
-    tl_ivset_free(&win);
+    tl_gpu_scope_free(&sc);
     return tab;
 }

@@ -1,6 +1,7 @@
 /*
  * view_distributed.c — communication against computation on one rank (one trace = one rank).
  *
+ * --window and --linked-only choose the kernels and the window (analysis.h, tl_gpu_scope).
  * Communication kernels are kernels whose name says so (nccl, rccl, xccl, hccl, any case) or
  * that were launched from inside a host range of category Communication; every other kernel is
  * computation (copies and memsets are neither, as in HTA). Both are interval unions clipped to
@@ -14,22 +15,12 @@
 #include "analysis/insight.h"
 
 #include <stdlib.h>
-#include <strings.h>
 #include <string.h>
-
-static int has_ci(const char *s, const char *needle)
-{
-    size_t n = strlen(needle);
-    for (; *s; s++)
-        if (strncasecmp(s, needle, n) == 0)
-            return 1;
-    return 0;
-}
 
 int tl_is_comm_kernel_name(const char *name)
 {
-    return has_ci(name, "nccl") || has_ci(name, "rccl") || has_ci(name, "xccl") ||
-           has_ci(name, "hccl");
+    return tl_has_ci(name, "nccl") || tl_has_ci(name, "rccl") || tl_has_ci(name, "xccl") ||
+           tl_has_ci(name, "hccl");
 }
 
 static int is_host_comm_name(const char *n)
@@ -77,8 +68,22 @@ static int launched_in_comm(const tl_trace *t, const tl_event *k)
 
 int tl_comm_compute(const tl_trace *t, tl_comm *c)
 {
+    tl_gpu_scope sc;
+    int rc = tl_gpu_scope_init(t, NULL, &sc);
+    if (rc == 0)
+        rc = tl_comm_compute_ex(t, &sc, -1, c);
+    tl_gpu_scope_free(&sc);
+    return rc;
+}
+
+int tl_comm_compute_ex(const tl_trace *t, const tl_gpu_scope *sc, int32_t device, tl_comm *c)
+{
     memset(c, 0, sizeof *c);
-    tl_profiled_window(t, &c->window);
+    c->window = sc->w;
+    if (sc->all) { /* the whole file */
+        tl_trace_span(t, &c->window.t0, &c->window.t1);
+        c->window.total = sc->total;
+    }
     tl_ivset comm = {0}, comp = {0}, host = {0}, tmp = {0};
     uint8_t *named = calloc(t->strings.count ? t->strings.count : 1, 1); /* NAME_* per id */
     if (!named)
@@ -90,6 +95,9 @@ int tl_comm_compute(const tl_trace *t, tl_comm *c)
     for (size_t i = 0; i < t->nev; i++) {
         const tl_event *e = &t->ev[i];
         if (e->cat == TL_CAT_KERNEL) {
+            if (!tl_gpu_scope_touches(sc, e) ||
+                (device >= 0 && (e->track >= t->ntracks || t->tracks[e->track].device != device)))
+                continue;
             if ((name_kind(t, named, e->name) & NAME_COMM_KERNEL) ||
                 (ranges && launched_in_comm(t, e))) {
                 tl_ivset_extend(&comm, e->ts, e->ts + e->dur);
@@ -108,9 +116,9 @@ int tl_comm_compute(const tl_trace *t, tl_comm *c)
     tl_ivset_normalize(&comm);
     tl_ivset_normalize(&comp);
     tl_ivset_normalize(&host);
-    tl_ivset_clip(&comm, c->window.t0, c->window.t1);
-    tl_ivset_clip(&comp, c->window.t0, c->window.t1);
-    tl_ivset_clip(&host, c->window.t0, c->window.t1);
+    tl_gpu_scope_clip(sc, &comm);
+    tl_gpu_scope_clip(sc, &comp);
+    tl_gpu_scope_clip(sc, &host);
     c->comm = tl_ivset_length(&comm);
     c->comp = tl_ivset_length(&comp);
     c->host_comm = tl_ivset_length(&host);
@@ -149,9 +157,13 @@ static void row(tl_table *tab, const char *name, int indent, int64_t calls, int6
 
 tl_table *tl_view_distributed(const tl_trace *t, const tl_view_opts *o, tl_error *err)
 {
-    (void)o;
     tl_comm c;
-    if (tl_comm_compute(t, &c) != 0) {
+    tl_gpu_scope sc;
+    int rc = tl_gpu_scope_init(t, o, &sc);
+    if (rc == 0)
+        rc = tl_comm_compute_ex(t, &sc, -1, &c);
+    tl_gpu_scope_free(&sc);
+    if (rc != 0) {
         tl_error_setc(err, TL_ERR_NOMEM, "distributed: out of memory");
         return NULL;
     }
@@ -174,14 +186,22 @@ tl_table *tl_view_distributed(const tl_trace *t, const tl_view_opts *o, tl_error
         return tab;
     }
     int64_t w = c.window.total;
-    row(tab, c.window.nsteps ? "ProfileStep" : "Profiled window", 0, c.window.nsteps, w, w);
+    int steps = c.window.nsteps && !(o && o->window_all);
+    row(tab,
+        steps                ? "ProfileStep"
+        : o && o->window_all ? "Whole file"
+                             : "Profiled window",
+        0, steps ? c.window.nsteps : -1, w, w);
     row(tab, "Communication (GPU)", 1, c.ncomm, c.comm, w);
     row(tab, "Computation (GPU)", 1, c.ncomp, c.comp, w);
     row(tab, "Overlap", 1, -1, c.overlap, w);
     row(tab, "Exposed communication", 1, -1, c.exposed, w);
     row(tab, "Communication (host)", 1, c.nhost, c.host_comm, w);
-    tl_table_note(tab, "Ratios are of the profiled window%s; kernel times are interval unions.",
-                  c.window.nsteps ? " (the union of the steps)" : "");
+    tl_table_note(tab, "Ratios are of the %s%s; kernel times are interval unions.",
+                  o && o->window_all ? "whole file" : "profiled window",
+                  steps ? " (the union of the steps)" : "");
+    if (o && o->linked_only)
+        tl_table_note(tab, "Only kernels whose launch call is in the file (--linked-only).");
     if (c.comm > 0)
         tl_table_note(tab,
                       "%.1f%% of GPU communication ran under computation; exposed "

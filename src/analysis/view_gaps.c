@@ -16,6 +16,7 @@
 enum {
     I_DEV,
     I_STREAM,
+    I_ROLE,
     I_SPAN,
     I_BUSY,
     I_IDLE,
@@ -32,6 +33,7 @@ enum {
 static const tl_col idle_cols[I_NCOLS] = {
     [I_DEV] = {"Device", "device", TL_COL_INT, 0},
     [I_STREAM] = {"Stream", "stream", TL_COL_INT, 0},
+    [I_ROLE] = {"Role", "role", TL_COL_STR, 1},
     [I_SPAN] = {"Span", "span_us", TL_COL_TIME, 0},
     [I_BUSY] = {"Busy", "busy_us", TL_COL_TIME, 0},
     [I_IDLE] = {"Idle", "idle_us", TL_COL_TIME, 0},
@@ -116,13 +118,24 @@ static void fmt_us(char *buf, size_t n, int64_t ns)
     tl_fmt_time(buf, n, ns, TL_UNIT_AUTO);
 }
 
+/* --device and --stream. */
+static int picked(const tl_trace *t, const tl_view_opts *o, const tl_stream_stats *s)
+{
+    const tl_track *tr = &t->tracks[s->track];
+    return (!o || !o->device_set || tr->device == o->device) &&
+           (!o || !o->stream_set || tr->tid == o->stream);
+}
+
 tl_table *tl_view_gaps_ex(const tl_trace *t, const tl_view_opts *o, int64_t kernel_wait_ns,
                           tl_error *err)
 {
     tl_idle x;
     tl_track_index ix = {0};
     tl_table *idle = NULL, *gaps = NULL, *launch = NULL;
-    if (tl_idle_compute(t, o ? o->threshold_ns : 0, kernel_wait_ns, &x) != 0)
+    tl_gpu_scope sc;
+    memset(&x, 0, sizeof x);
+    int scope_ok = tl_gpu_scope_init(t, o, &sc) == 0;
+    if (!scope_ok || tl_idle_compute_ex(t, &sc, o ? o->threshold_ns : 0, kernel_wait_ns, &x) != 0)
         goto oom;
     idle = tl_table_new("GPU Idle Time", "gpu_idle", idle_cols, I_NCOLS);
     gaps = tl_table_new("Largest GPU Gaps", "gpu_gaps", gap_cols, G_NCOLS);
@@ -135,13 +148,43 @@ tl_table *tl_view_gaps_ex(const tl_trace *t, const tl_view_opts *o, int64_t kern
     char kw[32], sh[32];
     fmt_us(kw, sizeof kw, x.kernel_wait_ns);
     fmt_us(sh, sizeof sh, x.short_ns);
+    /* the streams asked for (--device, --stream): the others leave the analysis here */
+    size_t keep = 0, ncompute = 0;
+    for (size_t i = 0; i < x.nstreams; i++) {
+        if (!picked(t, o, &x.streams[i])) {
+            free(x.streams[i].delays);
+            continue;
+        }
+        ncompute += x.streams[i].role == TL_ROLE_COMPUTE;
+        x.streams[keep++] = x.streams[i];
+    }
+    x.nstreams = keep;
     if (!x.nstreams) {
-        tl_table_note(idle, "No device events in this trace: nothing ran on a GPU.");
-        tl_table_note(gaps, "No device events in this trace.");
-        tl_table_note(launch, "No device events in this trace.");
+        const char *why = o && (o->device_set || o->stream_set)
+                              ? "No device ops on the device or stream asked for"
+                              : "No device events in this trace: nothing ran on a GPU";
+        tl_table_note(idle, "%s (window: %s%s).", why, tl_gpu_scope_name(&sc),
+                      sc.linked_only ? ", linked ops only" : "");
+        tl_table_note(gaps, "%s.", why);
+        tl_table_note(launch, "%s.", why);
         tl_idle_free(&x);
+        tl_gpu_scope_free(&sc);
         return idle;
     }
+    /* The gaps listed: those of the stream asked for, else of the compute streams (the idle
+     * time of a communication or side stream is no problem of its own), else of every stream. */
+    int list_all = (o && o->stream_set) || !ncompute;
+    size_t ng = 0;
+    for (size_t i = 0; i < x.ngaps; i++) {
+        for (size_t k = 0; k < x.nstreams; k++) {
+            if (x.streams[k].track != x.gaps[i].track)
+                continue;
+            if (list_all || x.streams[k].role == TL_ROLE_COMPUTE)
+                x.gaps[ng++] = x.gaps[i];
+            break;
+        }
+    }
+    x.ngaps = ng;
 
     /* per stream idle time */
     tl_stream_stats all = {0};
@@ -159,10 +202,11 @@ tl_table *tl_view_gaps_ex(const tl_trace *t, const tl_view_opts *o, int64_t kern
         int r = tl_table_add_row(idle);
         if (r < 0)
             goto oom;
-        int64_t span = s->last - s->first;
+        int64_t span = s->span;
         int64_t idle_ns = s->wait[0] + s->wait[1] + s->wait[2];
         tl_table_int(idle, r, I_DEV, tr->device);
         tl_table_int(idle, r, I_STREAM, tr->tid);
+        tl_table_str(idle, r, I_ROLE, tl_stream_role_name((tl_stream_role)s->role));
         tl_table_time(idle, r, I_SPAN, span);
         tl_table_time(idle, r, I_BUSY, s->busy);
         tl_table_time(idle, r, I_IDLE, idle_ns);
@@ -191,7 +235,12 @@ tl_table *tl_view_gaps_ex(const tl_trace *t, const tl_view_opts *o, int64_t kern
     }
     tl_table_note(idle,
                   "Idle = time inside [first op, last op] of the stream with no kernel, copy or "
-                  "memset running.");
+                  "memset running, within %s%s.",
+                  tl_gpu_scope_name(&sc), sc.linked_only ? " (linked ops only)" : "");
+    tl_table_note(idle,
+                  "Role: communication = most kernel time in collectives; side = under %.0f%% of "
+                  "the device's computation; compute = the rest.",
+                  TL_SIDE_STREAM_PCT);
     tl_table_note(idle,
                   "Host wait: the op's launch call started after the previous op ended. Kernel "
                   "wait: launched in time, gap < %s. Other: the rest.",
@@ -221,13 +270,18 @@ tl_table *tl_view_gaps_ex(const tl_trace *t, const tl_view_opts *o, int64_t kern
         tl_table_int(gaps, r, G_DEV, tr->device);
         tl_table_int(gaps, r, G_STREAM, tr->tid);
         tl_table_time(gaps, r, G_START, g->s - t0);
-        tl_table_time(gaps, r, G_LEN, g->e - g->s);
+        tl_table_time(gaps, r, G_LEN, g->len);
         tl_table_str(gaps, r, G_CAUSE, tl_wait_name((tl_wait)g->cause));
         if (ctx[0])
             tl_table_str(gaps, r, G_HOST, ctx);
     }
     tl_table_note(gaps, "Start is from the start of the trace. Host was in: the innermost range on "
                         "each thread that spans the gap (or its middle).");
+    tl_table_note(gaps, "Gaps of %s%s.",
+                  o && o->stream_set ? "the stream asked for"
+                  : ncompute         ? "the compute streams (--stream S lists another)"
+                                     : "every stream (none is a compute stream)",
+                  sc.all ? "" : "; length = the part inside the window");
     if (x.ngaps == 0)
         tl_table_note(gaps, "No gaps: every stream ran its ops back to back.");
 
@@ -257,6 +311,7 @@ tl_table *tl_view_gaps_ex(const tl_trace *t, const tl_view_opts *o, int64_t kern
                   sh);
     tl_track_index_free(&ix);
     tl_idle_free(&x);
+    tl_gpu_scope_free(&sc);
     return idle;
 
 oom:
@@ -264,6 +319,7 @@ oom:
 fail:
     tl_track_index_free(&ix);
     tl_idle_free(&x);
+    tl_gpu_scope_free(&sc);
     if (idle && idle->next) {
         tl_table_free(idle); /* frees the chain */
     } else {

@@ -50,11 +50,13 @@ tl_table *tl_view_kernel(const tl_trace *t, const tl_view_opts *o, tl_error *err
     kacc *acc = NULL;
     size_t nacc = 0, cap = 0;
     int64_t sum = 0;
-    if (!tab)
+    tl_gpu_scope sc;
+    int scope_ok = tl_gpu_scope_init(t, o, &sc) == 0;
+    if (!tab || !scope_ok)
         goto oom;
     for (size_t i = 0; i < t->nev; i++) {
         const tl_event *e = &t->ev[i];
-        if (e->cat != TL_CAT_KERNEL)
+        if (e->cat != TL_CAT_KERNEL || !tl_gpu_scope_counts(t, &sc, e))
             continue;
         uint64_t key = per_stream ? tl_key2(e->name, e->track) : e->name;
         int32_t k = tl_keymap_get(&map, key);
@@ -107,10 +109,12 @@ tl_table *tl_view_kernel(const tl_trace *t, const tl_view_opts *o, tl_error *err
         tl_table_free(tab);
         tl_keymap_free(&map);
         free(acc);
+        tl_gpu_scope_free(&sc);
         return NULL;
     }
     if (!nacc)
-        tl_table_note(tab, "No kernels in this trace.");
+        tl_table_note(tab, "No kernels in %s%s.", tl_gpu_scope_name(&sc),
+                      sc.linked_only ? " launched from a runtime call in the file" : "");
     else {
         char s[32];
         tl_fmt_time(s, sizeof s, sum, TL_UNIT_AUTO);
@@ -119,13 +123,19 @@ tl_table *tl_view_kernel(const tl_trace *t, const tl_view_opts *o, tl_error *err
                       "Ratio = total / that sum.",
                       nacc, s);
     }
+    if ((!sc.all && sc.w.nsteps) || sc.linked_only)
+        tl_table_note(tab, "Kernels %s%s (--window, --linked-only).",
+                      sc.all || !sc.w.nsteps ? "in the whole file" : "launched in the steps",
+                      sc.linked_only ? " whose launch call is in the file" : "");
     tl_keymap_free(&map);
     free(acc);
+    tl_gpu_scope_free(&sc);
     return tab;
 oom:
     tl_table_free(tab);
     tl_keymap_free(&map);
     free(acc);
+    tl_gpu_scope_free(&sc);
     tl_error_setc(err, TL_ERR_NOMEM, "kernel view: out of memory");
     return NULL;
 }

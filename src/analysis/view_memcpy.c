@@ -77,12 +77,19 @@ tl_table *tl_view_memcpy(const tl_trace *t, const tl_view_opts *o, tl_error *err
         tl_error_setc(err, TL_ERR_NOMEM, "memcpy view: out of memory");
         return NULL;
     }
+    tl_gpu_scope sc;
+    if (tl_gpu_scope_init(t, o, &sc) != 0) {
+        tl_gpu_scope_free(&sc);
+        tl_table_free(tab);
+        tl_error_setc(err, TL_ERR_NOMEM, "memcpy view: out of memory");
+        return NULL;
+    }
     macc acc[K_N] = {{0}};
     for (int k = 0; k < K_N; k++)
         acc[k].min = INT64_MAX;
     for (size_t i = 0; i < t->nev; i++) {
         const tl_event *e = &t->ev[i];
-        if (e->cat != TL_CAT_MEMCPY && e->cat != TL_CAT_MEMSET)
+        if ((e->cat != TL_CAT_MEMCPY && e->cat != TL_CAT_MEMSET) || !tl_gpu_scope_counts(t, &sc, e))
             continue;
         macc *a = &acc[kind_of(e)];
         a->calls++;
@@ -97,8 +104,7 @@ tl_table *tl_view_memcpy(const tl_trace *t, const tl_view_opts *o, tl_error *err
         if (e->flags & TL_EV_PAGEABLE)
             a->pageable++;
     }
-    tl_window w;
-    tl_profiled_window(t, &w);
+    tl_window w = {.total = sc.total}; /* the steps, or the whole file (--window all) */
     int64_t ncopies = 0;
     for (int k = 0; k < K_N; k++) {
         const macc *a = &acc[k];
@@ -126,14 +132,20 @@ tl_table *tl_view_memcpy(const tl_trace *t, const tl_view_opts *o, tl_error *err
     }
     if (tl_view_sort(tab, o, NULL, 0, err) != 0) {
         tl_table_free(tab);
+        tl_gpu_scope_free(&sc);
         return NULL;
     }
     if (!ncopies)
-        tl_table_note(tab, "No device copies or memsets in this trace.");
+        tl_table_note(tab, "No device copies or memsets in %s%s.", tl_gpu_scope_name(&sc),
+                      sc.linked_only ? " launched from a runtime call in the file" : "");
     else
         tl_table_note(tab,
                       "Time is a sum of durations; GB/s = bytes / time (1 GB = 1e9 bytes); "
-                      "Ratio = time / the profiled window (%s).",
-                      w.nsteps ? "union of the steps" : "span of the trace");
+                      "Ratio = time / the window (%s). Counted: %s%s.",
+                      tl_gpu_scope_name(&sc),
+                      sc.all || !sc.w.nsteps ? "every copy and memset"
+                                             : "copies and memsets launched in the steps",
+                      sc.linked_only ? " whose launch call is in the file" : "");
+    tl_gpu_scope_free(&sc);
     return tab;
 }

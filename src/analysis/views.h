@@ -59,6 +59,10 @@ tl_table *tl_view_kernel(const tl_trace *t, const tl_view_opts *o, tl_error *err
 /* Memcpy/memset summary: per direction, bytes, bandwidth. view_memcpy.c */
 tl_table *tl_view_memcpy(const tl_trace *t, const tl_view_opts *o, tl_error *err);
 
+/* GPU timeline per device pooled over its streams (TraceLens's definitions): computation,
+ * communication, memcpy, exposed communication and memcpy, busy, idle, total. view_gpu.c */
+tl_table *tl_view_gpu(const tl_trace *t, const tl_view_opts *o, tl_error *err);
+
 /* Distributed: communication vs computation and their overlap. view_distributed.c */
 tl_table *tl_view_distributed(const tl_trace *t, const tl_view_opts *o, tl_error *err);
 

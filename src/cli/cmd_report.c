@@ -21,6 +21,8 @@ struct report_args {
 };
 #define CLI_STATE struct report_args
 
+static const char *const window_words[] = {"steps", "all", NULL};
+
 static const cli_option options[] = {
     CLI_OPTION("views", 0, CLI_STRING, ro.views, "LIST",
                "comma-separated views, or 'all' (default); see below"),
@@ -35,6 +37,10 @@ static const cli_option options[] = {
                "operator view: list the kernels under each operator"),
     CLI_OPTION("per-stream", 0, CLI_FLAG, ro.vo.per_stream, NULL,
                "kernel view: one row per kernel and stream"),
+    CLI_WORDS("window", ro.vo.window_all, "W", window_words,
+              "GPU views: 'steps' (default: the profiled steps) or 'all' (the whole file)"),
+    CLI_OPTION("linked-only", 0, CLI_FLAG, ro.vo.linked_only, NULL,
+               "GPU views: only device work whose launching runtime call is in the file"),
     CLI_RENDER_OPTIONS,
 };
 

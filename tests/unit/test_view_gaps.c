@@ -195,7 +195,7 @@ TEST(top_gaps_are_the_longest_in_order)
     for (int i = 0; i < N; i++) {
         r = r * 1103515245u + 12345u;
         int64_t len = (r >> 8) % 500; /* many ties */
-        x.gaps[i] = (tl_gap){i * 1000, i * 1000 + len, (uint32_t)(i % 3), 0};
+        x.gaps[i] = (tl_gap){i * 1000, i * 1000 + len, len, (uint32_t)(i % 3), 0};
     }
     x.ngaps = y.ngaps = N;
     memcpy(y.gaps, x.gaps, N * sizeof *x.gaps);

@@ -75,7 +75,7 @@ static void check_idle(const tl_trace *t, const char *name)
         seen_ops += s->ops;
         seen_kernels += s->kernels;
     }
-    tl_gap longest = {0, 0, 0, 0};
+    tl_gap longest = {0, 0, 0, 0, 0};
     for (size_t g = 0; g < x.ngaps; g++)
         if (x.gaps[g].e - x.gaps[g].s > longest.e - longest.s)
             longest = x.gaps[g];

@@ -3,8 +3,10 @@
  * the real PyTorch traces in ../shared/traces (read with tl_load):
  *   - busy <= profiled window on every device row and stream (util <= 100%), device busy <=
  *     the sum of its streams' busy, unions <= sums (kernel busy <= sum of kernel durations);
- *   - every kernel counted once: the kernel view's calls and totals add up to the trace's
- *     kernels; ratios add up to 100%;
+ *   - every kernel counted once under --window all: the device and kernel views' calls and
+ *     totals add up to the trace's kernels; ratios add up to 100%; under the default window
+ *     (the steps) they count no more, and the device view no more than the kernel view counts
+ *     plus the kernels that began before a step and ran into it;
  *   - operators: self <= total, and the device time they own (--expand rows) <= all device work;
  *   - ops table: sum of Self CPU <= sum of CPU total, the sum of Self CUDA over device rows =
  *     all device work, and each device row's CUDA total = its Self CUDA.
@@ -53,12 +55,25 @@ static void check_trace(const char *name)
     tl_window w;
     tl_profiled_window(&t, &w);
 
-    /* device */
+    /* device: over the steps (busy <= the window), then the whole file (every kernel) */
+    int64_t span0, span1;
+    tl_trace_span(&t, &span0, &span1);
+    tl_view_opts all = {0};
+    all.window_all = 1;
     tl_table *tab = tl_view_device(&t, NULL, &err);
+    int64_t dev_kern_steps = 0;
+    for (int r = 0; tab && r < tab->nrows; r++) {
+        CHECK(FX_I(tab, r, "busy_us") <= w.total);
+        if (tab->cells[(size_t)r * tab->ncols].indent == 0)
+            dev_kern_steps += FX_I(tab, r, "kernels");
+    }
+    CHECK(dev_kern_steps <= kern_n);
+    tl_table_free(tab);
+    tab = tl_view_device(&t, &all, &err);
     CHECK(tab != NULL);
     int64_t dev_kern = 0;
     for (int r = 0; tab && r < tab->nrows; r++) {
-        CHECK(FX_I(tab, r, "busy_us") <= w.total);
+        CHECK(FX_I(tab, r, "busy_us") <= span1 - span0);
         CHECK(FX_D(tab, r, "util_pct") <= 100.0 + 1e-9);
         CHECK(FX_I(tab, r, "kernel_busy_us") <= FX_I(tab, r, "busy_us"));
         CHECK(FX_I(tab, r, "copy_busy_us") <= FX_I(tab, r, "busy_us"));
@@ -76,8 +91,14 @@ static void check_trace(const char *name)
     CHECK_EQ_INT(dev_kern, kern_n);
     tl_table_free(tab);
 
-    /* kernel */
+    /* kernel: the steps count no more than the whole file */
     tab = tl_view_kernel(&t, NULL, &err);
+    int64_t calls_steps = 0;
+    for (int r = 0; tab && r < tab->nrows; r++)
+        calls_steps += FX_I(tab, r, "calls");
+    CHECK(calls_steps <= kern_n);
+    tl_table_free(tab);
+    tab = tl_view_kernel(&t, &all, &err);
     CHECK(tab != NULL);
     int64_t calls = 0, total = 0;
     double pct = 0;
@@ -95,7 +116,7 @@ static void check_trace(const char *name)
     tl_table_free(tab);
 
     /* memcpy */
-    tab = tl_view_memcpy(&t, NULL, &err);
+    tab = tl_view_memcpy(&t, &all, &err);
     CHECK(tab != NULL);
     int64_t mtotal = 0;
     for (int r = 0; tab && r < tab->nrows; r++)
