@@ -17,14 +17,14 @@
 #include <string.h>
 #include <strings.h>
 
-#define IDLE_PCT_MIN       20.0    /* GPU idle share of the window worth a finding */
-#define DATALOADER_PCT_MIN 10.0    /* data loading share of the window */
-#define SHORT_SHARE_MIN    30.0    /* share of kernels that are short, for "launch-bound" */
-#define SHORT_COUNT_MIN    50      /* and at least this many short kernels */
-#define COPY_STAKE_PCT_MIN 0.5     /* sync/pageable copies: host time blocked, % of window */
-#define LONG_GAP_NS        1000000 /* a "long" GPU gap: 1 ms */
-#define DOMINANT_PCT_MIN   30.0    /* one operator's share of (GPU or self CPU) time */
-#define EXPOSED_PCT_MIN    5.0     /* exposed communication, % of window */
+#define IDLE_PCT_MIN       20.0           /* GPU idle share of the window worth a finding */
+#define DATALOADER_PCT_MIN 10.0           /* data loading share of the window */
+#define SHORT_SHARE_MIN    30.0           /* share of kernels that are short, for "launch-bound" */
+#define SHORT_COUNT_MIN    50             /* and at least this many short kernels */
+#define COPY_STAKE_PCT_MIN 0.5            /* sync/pageable copies: host time blocked, % of window */
+#define LONG_GAP_NS        TL_LONG_GAP_NS /* a "long" GPU gap: 1 ms */
+#define DOMINANT_PCT_MIN   30.0           /* one operator's share of (GPU or self CPU) time */
+#define EXPOSED_PCT_MIN    5.0            /* exposed communication, % of window */
 #define MAX_FINDINGS       5
 /* Memory (ranked after the time findings, by bytes at stake): */
 #define PEAK_SHARE_MIN   25.0                /* one owner's blocks of one kind, % of the peak */
@@ -45,7 +45,8 @@ typedef struct ctx {
     tl_window w;
     tl_ivset window;  /* the profiled window as a set (the steps, or the whole span) */
     int has_device;   /* any kernel, copy or memset */
-    tl_idle idle;     /* per-stream idle and launch statistics */
+    tl_gpu_scope sc;  /* the device work and window of --window / --linked-only */
+    tl_idle idle;     /* per-stream idle and launch statistics, inside sc */
     int64_t short_ns; /* short-kernel threshold */
     finding *f;
     int nf, cap;
@@ -231,33 +232,41 @@ static void check_dataloader(ctx *c)
     (TL_CATBIT(TL_CAT_USER) | TL_CATBIT(TL_CAT_DATALOADER) | TL_CATBIT(TL_CAT_FORWARD) |           \
      TL_CATBIT(TL_CAT_BACKWARD) | TL_CATBIT(TL_CAT_OPTIMIZER))
 
-/* Launch-bound phases: many tiny kernels, and the GPU waiting on their launches. */
+/* "GPU 0 stream 7" */
+static void stream_name(const tl_trace *t, const tl_stream_stats *s, char *buf, size_t n)
+{
+    snprintf(buf, n, "GPU %d stream %lld", (int)s->device, (long long)t->tracks[s->track].tid);
+}
+
+/* Launch-bound: a compute stream whose kernels are mostly tiny and which waited for their
+ * launches. Only compute streams: a communication stream waits for the next collective, a side
+ * stream for work the compute stream hands it, by design. The time at stake is that stream's
+ * launch gaps: host or kernel waits before a kernel, each shorter than TL_LONG_GAP_NS (a longer
+ * wait is the host doing something else: the long-gap finding). */
 static void check_launch_bound(ctx *c)
 {
     const tl_idle *x = &c->idle;
-    int64_t kernels = 0, nshort = 0, ktime = 0, ctime = 0, linked = 0, wait = 0;
+    const tl_stream_stats *s = NULL;
     for (size_t i = 0; i < x->nstreams; i++) {
-        const tl_stream_stats *s = &x->streams[i];
-        kernels += s->kernels;
-        nshort += s->short_kernels;
-        ktime += s->kernel_time;
-        ctime += s->call_time;
-        linked += s->linked;
-        /* the most-waiting stream: sums over streams that wait at once would exceed the window */
-        if (s->wait[TL_WAIT_HOST] + s->wait[TL_WAIT_KERNEL] > wait)
-            wait = s->wait[TL_WAIT_HOST] + s->wait[TL_WAIT_KERNEL];
+        const tl_stream_stats *q = &x->streams[i];
+        if (q->role != TL_ROLE_COMPUTE || q->short_kernels < SHORT_COUNT_MIN ||
+            pct(q->short_kernels, q->kernels) < SHORT_SHARE_MIN || q->launch_wait <= 0)
+            continue;
+        if (!s || q->launch_wait > s->launch_wait)
+            s = q;
     }
-    double share = pct(nshort, kernels);
-    if (nshort < SHORT_COUNT_MIN || share < SHORT_SHARE_MIN || wait <= 0)
+    if (!s)
         return;
-    /* The phase (user range) that launched most short kernels. */
+    double share = pct(s->short_kernels, s->kernels);
+    /* The phase (user range) that launched most of this stream's short kernels. */
     const tl_trace *t = c->t;
     uint32_t *count = calloc(t->strings.count ? t->strings.count : 1, sizeof *count);
     uint32_t best = 0, best_n = 0;
     if (count) {
         for (size_t i = 0; i < t->nev; i++) {
             const tl_event *e = &t->ev[i];
-            if (e->cat != TL_CAT_KERNEL || e->dur >= x->short_ns || e->link == TL_NONE)
+            if (e->cat != TL_CAT_KERNEL || e->track != s->track || e->dur >= x->short_ns ||
+                e->link == TL_NONE || !tl_gpu_scope_touches(&c->sc, e))
                 continue;
             int32_t p = tl_launch_owner(t, i, PHASE_MASK);
             if (p == TL_NONE)
@@ -270,26 +279,28 @@ static void check_launch_bound(ctx *c)
         }
         free(count);
     }
-    finding *f = add(c, wait);
+    finding *f = add(c, s->launch_wait);
     if (!f)
         return;
-    char th[32], ka[32], ca[32], w[32];
+    char th[32], ka[32], ca[32], w[32], sn[64];
     tm(th, sizeof th, x->short_ns);
-    tm(ka, sizeof ka, kernels ? ktime / kernels : 0);
-    tm(ca, sizeof ca, linked ? ctime / linked : 0);
-    tm(w, sizeof w, wait);
-    if (best_n * 2 >= nshort && best_n > 0)
-        snprintf(f->what, sizeof f->what, "Launch-bound in %s: %.0f%% of kernels < %s",
+    tm(ka, sizeof ka, s->kernels ? s->kernel_time / s->kernels : 0);
+    tm(ca, sizeof ca, s->linked ? s->call_time / s->linked : 0);
+    tm(w, sizeof w, s->launch_wait);
+    stream_name(t, s, sn, sizeof sn);
+    if (best_n * 2 >= (uint32_t)s->short_kernels && best_n > 0)
+        snprintf(f->what, sizeof f->what, "Launch-bound on %s in %s: %.0f%% of kernels < %s", sn,
                  tl_str(&t->strings, best), share, th);
     else
-        snprintf(f->what, sizeof f->what, "Launch-bound: %.0f%% of kernels < %s", share, th);
-    if (linked)
-        snprintf(f->evidence, sizeof f->evidence, "%lld/%lld kernels short; avg %s vs launch %s",
-                 (long long)nshort, (long long)kernels, ka, ca);
+        snprintf(f->what, sizeof f->what, "Launch-bound on %s: %.0f%% of kernels < %s", sn, share,
+                 th);
+    if (s->linked)
+        snprintf(f->evidence, sizeof f->evidence,
+                 "%lld/%lld kernels short; avg %s vs launch %s; launch gaps %s",
+                 (long long)s->short_kernels, (long long)s->kernels, ka, ca, w);
     else
         snprintf(f->evidence, sizeof f->evidence, "%lld/%lld kernels short; avg kernel %s",
-                 (long long)nshort, (long long)kernels, ka);
-    (void)w;
+                 (long long)s->short_kernels, (long long)s->kernels, ka);
     snprintf(f->hint, sizeof f->hint,
              "fuse small ops (torch.compile), use CUDA graphs, batch per-item tensor ops "
              "(zeros/cat in loops)");
@@ -346,35 +357,30 @@ static void check_copies(ctx *c)
              "cudaMemcpyAsync");
 }
 
-/* Long GPU gaps: idle stretches of 1 ms or more on a stream. */
+/* Long GPU gaps: idle stretches of 1 ms or more on a compute stream (the idle of a
+ * communication or side stream is no problem of its own). The time at stake is the stream's
+ * that has most (streams idle at once would count twice), inside the window. */
 static void check_long_gaps(ctx *c)
 {
     const tl_idle *x = &c->idle;
-    int64_t n = 0, total = 0;
-    const tl_gap *g = NULL;
-    /* time at stake: the long gaps of the stream that has the most of them (streams idle at
-     * the same time would otherwise count twice) */
+    const tl_stream_stats *s = NULL;
     for (size_t k = 0; k < x->nstreams; k++) {
-        int64_t sum = 0;
-        for (size_t i = 0; i < x->ngaps; i++) {
-            int64_t len = x->gaps[i].e - x->gaps[i].s;
-            if (len < LONG_GAP_NS || x->gaps[i].track != x->streams[k].track)
-                continue;
-            n++;
-            sum += len;
-            if (!g || len > g->e - g->s)
-                g = &x->gaps[i];
-        }
-        if (sum > total)
-            total = sum;
+        const tl_stream_stats *q = &x->streams[k];
+        if (q->role == TL_ROLE_COMPUTE && q->long_gaps && (!s || q->long_time > s->long_time))
+            s = q;
     }
-    if (!n)
+    if (!s)
         return;
-    finding *f = add(c, total);
+    const tl_gap *g = NULL;
+    for (size_t i = 0; i < x->ngaps; i++)
+        if (x->gaps[i].track == s->track && x->gaps[i].e - x->gaps[i].s >= LONG_GAP_NS &&
+            (!g || x->gaps[i].len > g->len))
+            g = &x->gaps[i];
+    finding *f = g ? add(c, s->long_time) : NULL;
     if (!f)
         return;
     const tl_trace *t = c->t;
-    char lg[32], at[32], thr[32], ctxs[160] = "";
+    char lg[32], at[32], thr[32], ctxs[160] = "", sn[64];
     tl_track_index ix;
     if (tl_track_index_build(t, &ix) == 0) {
         tl_host_context(t, &ix, g->s, g->e, ctxs, sizeof ctxs);
@@ -382,14 +388,14 @@ static void check_long_gaps(ctx *c)
     }
     int64_t t0, t1;
     tl_trace_span(t, &t0, &t1);
-    tm(lg, sizeof lg, g->e - g->s);
+    tm(lg, sizeof lg, g->len);
     tm(at, sizeof at, g->s - t0);
     tm(thr, sizeof thr, LONG_GAP_NS);
-    snprintf(f->what, sizeof f->what, "%lld GPU gap%s >= %s (longest %s)", (long long)n,
-             n > 1 ? "s" : "", thr, lg);
-    snprintf(f->evidence, sizeof f->evidence, "longest at +%s, stream %lld, %s%s%s", at,
-             (long long)t->tracks[g->track].tid, tl_wait_name((tl_wait)g->cause),
-             ctxs[0] ? ", host in " : "", ctxs);
+    stream_name(t, s, sn, sizeof sn);
+    snprintf(f->what, sizeof f->what, "%lld GPU gap%s >= %s on %s (longest %s)",
+             (long long)s->long_gaps, s->long_gaps > 1 ? "s" : "", thr, sn, lg);
+    snprintf(f->evidence, sizeof f->evidence, "longest at +%s, %s%s%s", at,
+             tl_wait_name((tl_wait)g->cause), ctxs[0] ? ", host in " : "", ctxs);
     snprintf(f->hint, sizeof f->hint,
              "'tally gaps' lists every gap with the host ranges running during it");
 }
@@ -511,22 +517,48 @@ static void check_dominant(ctx *c)
              "optimise this first: 'tally ops' shows its calls, shapes and kernels");
 }
 
-/* Communication not overlapped with computation. */
+/* Communication not overlapped with computation, on the device that has most of it; named by
+ * the communication stream with most collective time there. */
 static void check_exposed_comm(ctx *c)
 {
-    tl_comm m;
-    if (tl_comm_compute(c->t, &m) != 0 || m.comm <= 0)
+    const tl_idle *x = &c->idle;
+    tl_comm m, best;
+    int32_t dev = -1;
+    memset(&best, 0, sizeof best);
+    for (size_t i = 0; i < x->nstreams; i++) {
+        int32_t d = x->streams[i].device;
+        int seen = 0;
+        for (size_t j = 0; j < i; j++)
+            seen |= x->streams[j].device == d;
+        if (seen || tl_comm_compute_ex(c->t, &c->sc, d, &m) != 0)
+            continue;
+        if (dev < 0 || m.exposed > best.exposed) {
+            best = m;
+            dev = d;
+        }
+    }
+    if (dev < 0 || best.comm <= 0)
         return;
-    double p = pct(m.exposed, m.window.total);
+    double p = pct(best.exposed, best.window.total);
     if (p < EXPOSED_PCT_MIN)
         return;
-    finding *f = add(c, m.exposed);
+    const tl_stream_stats *cs = NULL;
+    for (size_t i = 0; i < x->nstreams; i++)
+        if (x->streams[i].device == dev && x->streams[i].comm_time > 0 &&
+            (!cs || x->streams[i].comm_time > cs->comm_time))
+            cs = &x->streams[i];
+    finding *f = add(c, best.exposed);
     if (!f)
         return;
-    char a[32], b[32];
-    tm(a, sizeof a, m.exposed);
-    tm(b, sizeof b, m.comm);
-    snprintf(f->what, sizeof f->what, "Communication not overlapped: %.0f%% %s", p, of_window(c));
+    char a[32], b[32], where[64];
+    tm(a, sizeof a, best.exposed);
+    tm(b, sizeof b, best.comm);
+    if (cs)
+        stream_name(c->t, cs, where, sizeof where);
+    else
+        snprintf(where, sizeof where, "GPU %d", (int)dev);
+    snprintf(f->what, sizeof f->what, "Communication not overlapped on %s: %.0f%% %s", where, p,
+             of_window(c));
     snprintf(f->evidence, sizeof f->evidence, "%s of %s communication had no compute beside it", a,
              b);
     snprintf(f->hint, sizeof f->hint,
@@ -729,8 +761,10 @@ tl_table *tl_view_findings(const tl_trace *t, const tl_view_opts *o, tl_error *e
     tl_profiled_window_set(t, &c.window);
     c.short_ns = o && o->threshold_ns > 0 ? o->threshold_ns : TL_SHORT_KERNEL_NS_DEFAULT;
     tl_table *tab = tl_table_new("Findings", "findings", find_cols, F_NCOLS);
-    if (!tab || tl_idle_compute(t, c.short_ns, 0, &c.idle) != 0) {
+    int scope_ok = tl_gpu_scope_init(t, o, &c.sc) == 0;
+    if (!tab || !scope_ok || tl_idle_compute_ex(t, &c.sc, c.short_ns, 0, &c.idle) != 0) {
         tl_table_free(tab);
+        tl_gpu_scope_free(&c.sc);
         tl_ivset_free(&c.window);
         tl_error_setc(err, TL_ERR_NOMEM, "findings: out of memory");
         return NULL;
@@ -790,6 +824,7 @@ tl_table *tl_view_findings(const tl_trace *t, const tl_view_opts *o, tl_error *e
     tl_mem_free(&c.mem);
     free(c.f);
     tl_idle_free(&c.idle);
+    tl_gpu_scope_free(&c.sc);
     tl_ivset_free(&c.window);
     return tab;
 }
