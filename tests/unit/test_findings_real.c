@@ -1,0 +1,164 @@
+/*
+ * test_findings_real.c — invariants of every finding on the ten real traces in
+ * ../shared/traces (skipped, exit 77, when the folder is missing):
+ *   - the time at stake is at most the profiled window;
+ *   - a finding that names "GPU d stream s" names a stream of that device with device ops,
+ *     and the one its evidence comes from: launch-bound and long gaps are recomputed here from
+ *     that stream's ops alone (a plain walk, not insight_idle.c), exposed communication's stream
+ *     runs collectives;
+ *   - launch-bound only where that stream's kernels are short (>= 50 and >= 30% under 10 us),
+ *     the stream is no communication stream (collectives are at most half its kernel time), and
+ *     the time at stake is its launch gaps: host or kernel waits under 1 ms before a kernel.
+ */
+#include "analysis/insight.h"
+#include "insight_fixture.h"
+#include "testlib.h"
+
+#include <stdlib.h>
+
+static const char *const files[] = {
+    "hta_amd_mi250_minitoy_train_kineto.json.gz",
+    "hta_cpu_only_rank-34.pt.trace.json.gz",
+    "hta_df_index_resolver.json.gz",
+    "hta_mtia_rank_0.json.gz",
+    "hta_nccl_data.json.gz",
+    "hta_ns_resolution_rank-0.pt.trace.json.gz",
+    "hta_sampled_rank-0.json.gz",
+    "hta_sampled_rank-1.json.gz",
+    "kineto_resnet50_nw0_worker0.1623143089861.pt.trace.json.gz",
+    "kineto_resnet50_nw4_worker0.1623212756351.pt.trace.json.gz",
+};
+
+/* |[a, b) ∩ w|, w normalized. */
+static int64_t inside(const tl_ivset *w, int64_t a, int64_t b)
+{
+    int64_t n = 0;
+    for (size_t k = 0; k < w->n; k++) {
+        int64_t x = w->v[k].s > a ? w->v[k].s : a, y = w->v[k].e < b ? w->v[k].e : b;
+        if (y > x)
+            n += y - x;
+    }
+    return n;
+}
+
+static int is_op(const tl_event *e)
+{
+    return e->cat == TL_CAT_KERNEL || e->cat == TL_CAT_MEMCPY || e->cat == TL_CAT_MEMSET;
+}
+
+/* What one stream's ops say, walked here from scratch. */
+typedef struct walk {
+    int64_t ops, kernels, nshort, comm, ktime, launch_gaps, long_gaps;
+} walk;
+
+static walk walk_stream(const tl_trace *t, uint32_t track, const tl_ivset *w)
+{
+    walk r = {0};
+    int64_t prev = INT64_MIN;
+    for (size_t i = 0; i < t->nev; i++) {
+        const tl_event *e = &t->ev[i];
+        if (e->track != track || !is_op(e) || !inside(w, e->ts, e->ts + (e->dur ? e->dur : 1)))
+            continue;
+        r.ops++;
+        int64_t end = e->ts + e->dur;
+        if (prev != INT64_MIN && e->ts > prev) {
+            int64_t raw = e->ts - prev, in = inside(w, prev, e->ts);
+            const tl_event *call = e->link != TL_NONE ? &t->ev[e->link] : NULL;
+            int host = call && call->ts > prev, kwait = !host && raw < 30 * US;
+            if (raw >= 1 * MS)
+                r.long_gaps += in;
+            else if ((host || kwait) && e->cat == TL_CAT_KERNEL)
+                r.launch_gaps += in;
+        }
+        if (end > prev)
+            prev = end;
+        if (e->cat == TL_CAT_KERNEL) {
+            r.kernels++;
+            r.ktime += e->dur;
+            r.nshort += e->dur < 10 * US;
+            if (tl_is_comm_kernel_name(tl_str(&t->strings, e->name)))
+                r.comm += e->dur;
+        }
+    }
+    return r;
+}
+
+static void check_trace(const char *name)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/traces/%s", TALLY_SHARED_DIR, name);
+    tl_trace t;
+    tl_trace_init(&t);
+    tl_error err = {{0}};
+    if (tl_load(&t, path, 0, &err) != 0) {
+        fprintf(stderr, "  %s: %s\n", name, err.msg);
+        CHECK(0);
+        tl_trace_free(&t);
+        return;
+    }
+    if (!t.finished)
+        tl_trace_finish(&t);
+    tl_window w;
+    tl_profiled_window(&t, &w);
+    tl_ivset win = {0};
+    tl_profiled_window_set(&t, &win);
+    tl_table *tab = tl_view_findings(&t, NULL, &err);
+    CHECK(tab != NULL);
+    for (int r = 0; tab && r < tab->nrows; r++) {
+        const char *what = fx_s(tab, r, "finding");
+        int64_t stake = fx_i(tab, r, "at_stake_us");
+        fprintf(stderr, "  %s: %s | %lld ns\n", name, what, (long long)stake);
+        if (fx_cell(tab, r, "at_stake_us")->set)
+            CHECK(stake >= 0 && stake <= w.total);
+        const char *at = strstr(what, "GPU ");
+        int dev = -1;
+        long long sid = -1;
+        if (!at || sscanf(at, "GPU %d stream %lld", &dev, &sid) != 2)
+            continue;
+        uint32_t track = UINT32_MAX;
+        for (uint32_t k = 0; k < t.ntracks; k++)
+            if (t.tracks[k].kind == TL_TRACK_STREAM && t.tracks[k].device == dev &&
+                t.tracks[k].tid == sid)
+                track = k;
+        CHECK(track != UINT32_MAX);
+        if (track == UINT32_MAX)
+            continue;
+        walk s = walk_stream(&t, track, &win);
+        CHECK(s.ops > 0);
+        if (!strncmp(what, "Launch-bound", 12)) {
+            CHECK(s.nshort >= 50 && 100 * s.nshort >= 30 * s.kernels);
+            CHECK(2 * s.comm <= s.ktime);
+            CHECK_EQ_INT(stake, s.launch_gaps);
+        } else if (strstr(what, "GPU gap")) {
+            CHECK(2 * s.comm <= s.ktime);
+            CHECK_EQ_INT(stake, s.long_gaps);
+        } else if (!strncmp(what, "Communication not overlapped", 28)) {
+            CHECK(s.comm > 0);
+        }
+    }
+    tl_table_free(tab);
+    tl_ivset_free(&win);
+    tl_trace_free(&t);
+}
+
+TEST(findings_hold_on_real_traces)
+{
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/traces/hta_nccl_data.json.gz", TALLY_SHARED_DIR);
+    FILE *f = fopen(dir, "rb");
+    if (!f)
+        TEST_SKIP("no real traces under %s/traces", TALLY_SHARED_DIR);
+    fclose(f);
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        int before = test_failures;
+        check_trace(files[i]);
+        if (test_failures != before)
+            fprintf(stderr, "  (in %s)\n", files[i]);
+    }
+}
+
+int main(void)
+{
+    RUN(findings_hold_on_real_traces);
+    return test_summary();
+}
