@@ -17,12 +17,69 @@
 #include <string.h>
 #include <strings.h>
 
+/* ---- noise ------------------------------------------------------------------------------ */
+
+/* The run-to-run noise of a trace: the mean and the standard deviation of its step times (steps
+ * that took time; n < 2 gives no spread). */
+typedef struct step_spread {
+    int n;
+    double mean, sd;
+} step_spread;
+
+static void mean_sd(const double *v, int n, step_spread *s)
+{
+    s->n = n;
+    s->mean = s->sd = 0;
+    for (int i = 0; i < n; i++)
+        s->mean += v[i] / n;
+    if (n < 2)
+        return;
+    double ss = 0;
+    for (int i = 0; i < n; i++)
+        ss += (v[i] - s->mean) * (v[i] - s->mean);
+    s->sd = sqrt(ss / (n - 1));
+}
+
+static int step_times(const tl_trace *t, step_spread *s)
+{
+    int n = 0;
+    for (size_t i = 0; i < t->nev; i++)
+        n += t->ev[i].cat == TL_CAT_STEP && t->ev[i].dur > 0;
+    double *v = malloc((n ? (size_t)n : 1) * sizeof *v);
+    if (!v)
+        return -1;
+    n = 0;
+    for (size_t i = 0; i < t->nev; i++)
+        if (t->ev[i].cat == TL_CAT_STEP && t->ev[i].dur > 0)
+            v[n++] = (double)t->ev[i].dur;
+    mean_sd(v, n, s);
+    free(v);
+    return 0;
+}
+
+/* How a change reads: time that went down is "faster", other numbers go "down"; a change no
+ * larger than the noise is "noise". noise < 0: not judged. */
+static const char *change_word(int has_a, int has_b, double delta, double noise, int time)
+{
+    if (!has_a)
+        return "new";
+    if (!has_b)
+        return "vanished";
+    if (delta == 0)
+        return "same";
+    if (noise >= 0 && fabs(delta) <= noise)
+        return "noise";
+    if (time)
+        return delta < 0 ? "faster" : "slower";
+    return delta < 0 ? "down" : "up";
+}
+
 /* ---- joining two tables ------------------------------------------------------------------ */
 
 typedef struct drow {
     const char *name;
     int64_t calls; /* -1 = unknown */
-    double v;      /* metric, as a double (TIME/INT/BYTES exact up to 2^53) */
+    double v, v2;  /* the metric and the column shown beside it (TIME/INT/BYTES exact to 2^53) */
     int has;       /* the name occurs in this table */
 } drow;
 
@@ -67,6 +124,8 @@ static int name_col(const tl_table *t)
     return -1;
 }
 
+/* The numeric column named metric, or with metric NULL the first time column (else the first
+ * numeric one); -1 if none. */
 static int metric_col(const tl_table *t, const char *metric)
 {
     if (metric) {
@@ -82,8 +141,14 @@ static int metric_col(const tl_table *t, const char *metric)
     return -1;
 }
 
-/* Rows of t summed by name and sorted by name; *n gets the count. NULL on OOM (or no rows). */
-static drow *collect(const tl_table *t, int cn, int cm, int cc, size_t *n)
+static double value_at(const tl_table *t, int row, int col)
+{
+    return col < 0 ? 0 : cell_value(&t->cells[(size_t)row * t->ncols + col], t->cols[col].type);
+}
+
+/* Rows of t summed by name and sorted by name; *n gets the count. NULL on OOM (or no rows).
+ * cm, cm2: the metric and the column beside it (-1: the table lacks it; 0 is stored). */
+static drow *collect(const tl_table *t, int cn, int cm, int cm2, int cc, size_t *n)
 {
     *n = 0;
     if (t->nrows == 0)
@@ -96,9 +161,9 @@ static drow *collect(const tl_table *t, int cn, int cm, int cc, size_t *n)
         const tl_cell *nc = &t->cells[(size_t)i * t->ncols + cn];
         if (!nc->set || !nc->s)
             continue;
-        const tl_cell *mc = &t->cells[(size_t)i * t->ncols + cm];
         r[k].name = nc->s;
-        r[k].v = cell_value(mc, t->cols[cm].type);
+        r[k].v = value_at(t, i, cm);
+        r[k].v2 = value_at(t, i, cm2);
         r[k].calls = -1;
         if (cc >= 0) {
             const tl_cell *cl = &t->cells[(size_t)i * t->ncols + cc];
@@ -113,6 +178,7 @@ static drow *collect(const tl_table *t, int cn, int cm, int cc, size_t *n)
     for (size_t i = 0; i < k; i++) {
         if (w && !strcmp(r[w - 1].name, r[i].name)) {
             r[w - 1].v += r[i].v;
+            r[w - 1].v2 += r[i].v2;
             if (r[i].calls >= 0)
                 r[w - 1].calls = (r[w - 1].calls > 0 ? r[w - 1].calls : 0) + r[i].calls;
         } else {
@@ -131,8 +197,6 @@ static int cmp_jrow(const void *pa, const void *pb)
         return da > db ? -1 : 1;
     return strcmp(a->name, b->name);
 }
-
-enum { X_NAME, X_CALLS_A, X_CALLS_B, X_A, X_B, X_DELTA, X_RATIO, X_CHANGE, X_NCOLS };
 
 static void set_value(tl_table *t, int r, int c, double v)
 {
@@ -155,55 +219,104 @@ static void set_value(tl_table *t, int r, int c, double v)
     }
 }
 
-tl_table *tl_table_diff(const tl_table *a, const tl_table *b, const char *metric, const char *title,
-                        const char *key, int top, tl_error *err)
+/* Three columns before, after and delta of column c of a table: titles "Total before", ...,
+ * keys "total_before_us", ... (the unit suffix kept last). */
+typedef struct trio {
+    char title[3][96], key[3][96];
+} trio;
+
+static void make_trio(const tl_col *c, int short_delta, trio *x)
+{
+    char base[64], unit[16] = "";
+    snprintf(base, sizeof base, "%s", c->key ? c->key : "value");
+    size_t bl = strlen(base);
+    static const char *const units[] = {"_us", "_pct", "_bytes"};
+    for (size_t i = 0; i < sizeof units / sizeof *units; i++) {
+        size_t ul = strlen(units[i]);
+        if (bl > ul && !strcmp(base + bl - ul, units[i])) {
+            base[bl - ul] = 0;
+            snprintf(unit, sizeof unit, "%s", units[i]);
+            break;
+        }
+    }
+    static const char *const what[] = {"before", "after", "delta"};
+    for (int i = 0; i < 3; i++) {
+        if (i == 2 && short_delta)
+            snprintf(x->title[i], sizeof x->title[i], "Delta");
+        else
+            snprintf(x->title[i], sizeof x->title[i], "%s %s", c->title,
+                     i == 2 ? "delta" : what[i]);
+        snprintf(x->key[i], sizeof x->key[i], "%s_%s%s", base, what[i], unit);
+    }
+}
+
+enum {
+    X_NAME,
+    X_CALLS_A,
+    X_CALLS_B,
+    X_A,
+    X_B,
+    X_DELTA,
+    X_A2,
+    X_B2,
+    X_DELTA2,
+    X_RATIO,
+    X_CHANGE,
+    X_NCOLS
+};
+
+/* The join of a and b by name on the column metric (decides the order and the change), with
+ * the column also shown beside it when both tables have it (NULL: none). A table without the
+ * metric gives empty cells on its side, never an error, unless neither has it. noise_rel >= 0:
+ * a change of at most noise_rel times the larger value is "noise"; < 0: not judged. */
+static tl_table *diff_join(const tl_table *a, const tl_table *b, const char *metric,
+                           const char *also, const char *title, const char *key, int top,
+                           double noise_rel, tl_error *err)
 {
     int an = name_col(a), bn = name_col(b);
-    int am = metric_col(a, metric), bm = metric_col(b, metric);
     if (an < 0 || bn < 0) {
         tl_error_set(err, "diff: table '%s' has no name column", an < 0 ? a->title : b->title);
         return NULL;
     }
-    if (am < 0 || bm < 0) {
+    int am = metric_col(a, metric), bm = metric_col(b, metric);
+    if (am < 0 && bm < 0) {
         tl_error_setc(err, metric ? TL_ERR_USAGE : TL_ERR_INPUT,
-                      "diff: no numeric column '%s' in '%s'", metric ? metric : "(time)",
-                      am < 0 ? a->title : b->title);
+                      "diff: no numeric column '%s' in '%s'", metric ? metric : "(time)", a->title);
         return NULL;
     }
+    /* the column of the side that has it names the other side's */
+    const tl_col *mcol = am >= 0 ? &a->cols[am] : &b->cols[bm];
+    if (am < 0 || bm < 0) {
+        if (am < 0)
+            am = tl_table_find_col(a, mcol->key);
+        else
+            bm = tl_table_find_col(b, mcol->key);
+    }
+    int a2 = also ? metric_col(a, also) : -1, b2 = also ? metric_col(b, also) : -1;
+    int with_also = a2 >= 0 || b2 >= 0;
+    const tl_col *acol = a2 >= 0 ? &a->cols[a2] : b2 >= 0 ? &b->cols[b2] : NULL;
     int ac = tl_table_find_col(a, "calls"), bc = tl_table_find_col(b, "calls");
     if (ac >= 0 && a->cols[ac].type != TL_COL_INT)
         ac = -1;
     if (bc >= 0 && b->cols[bc].type != TL_COL_INT)
         bc = -1;
-    int with_calls = ac >= 0 && bc >= 0;
+    int with_calls = ac >= 0 || bc >= 0;
 
-    /* Column titles and keys built from the metric's: "Total before", "total_before_us". */
-    const tl_col *mcol = &a->cols[am];
-    char base[64], unit[16] = "";
-    snprintf(base, sizeof base, "%s", mcol->key ? mcol->key : "value");
-    size_t bl = strlen(base);
-    if (bl > 3 && !strcmp(base + bl - 3, "_us")) {
-        base[bl - 3] = 0;
-        strcpy(unit, "_us");
-    } else if (bl > 4 && !strcmp(base + bl - 4, "_pct")) {
-        base[bl - 4] = 0;
-        strcpy(unit, "_pct");
-    }
-    char tb[96], ta[96], td[96], kb[96], ka[96], kd[96];
-    snprintf(tb, sizeof tb, "%s before", mcol->title);
-    snprintf(ta, sizeof ta, "%s after", mcol->title);
-    snprintf(td, sizeof td, "Delta");
-    snprintf(kb, sizeof kb, "%s_before%s", base, unit);
-    snprintf(ka, sizeof ka, "%s_after%s", base, unit);
-    snprintf(kd, sizeof kd, "%s_delta%s", base, unit);
-    tl_coltype ty = mcol->type;
+    trio m, m2;
+    make_trio(mcol, !with_also, &m);
+    if (with_also)
+        make_trio(acol, 0, &m2);
+    tl_coltype ty = mcol->type, ty2 = with_also ? acol->type : TL_COL_FLOAT;
     tl_col cols[X_NCOLS] = {
         [X_NAME] = {"Name", "name", TL_COL_STR, 1},
         [X_CALLS_A] = {"Calls before", "calls_before", TL_COL_INT, 0},
         [X_CALLS_B] = {"Calls after", "calls_after", TL_COL_INT, 0},
-        [X_A] = {tb, kb, ty, 0},
-        [X_B] = {ta, ka, ty, 0},
-        [X_DELTA] = {td, kd, ty, 0},
+        [X_A] = {m.title[0], m.key[0], ty, 0},
+        [X_B] = {m.title[1], m.key[1], ty, 0},
+        [X_DELTA] = {m.title[2], m.key[2], ty, 0},
+        [X_A2] = {with_also ? m2.title[0] : "", with_also ? m2.key[0] : "", ty2, 0},
+        [X_B2] = {with_also ? m2.title[1] : "", with_also ? m2.key[1] : "", ty2, 0},
+        [X_DELTA2] = {with_also ? m2.title[2] : "", with_also ? m2.key[2] : "", ty2, 0},
         [X_RATIO] = {"Ratio", "ratio", TL_COL_FLOAT, 0},
         [X_CHANGE] = {"Change", "change", TL_COL_STR, 1},
     };
@@ -213,13 +326,15 @@ tl_table *tl_table_diff(const tl_table *a, const tl_table *b, const char *metric
         map[c] = -1;
         if (!with_calls && (c == X_CALLS_A || c == X_CALLS_B))
             continue;
+        if (!with_also && (c == X_A2 || c == X_B2 || c == X_DELTA2))
+            continue;
         map[c] = nu;
         used[nu++] = cols[c];
     }
 
     size_t na, nb;
-    drow *ra = collect(a, an, am, ac, &na);
-    drow *rb = collect(b, bn, bm, bc, &nb);
+    drow *ra = collect(a, an, am, a2, ac, &na);
+    drow *rb = collect(b, bn, bm, b2, bc, &nb);
     jrow *j = malloc((na + nb + 1) * sizeof *j);
     tl_table *out = tl_table_new(title, key, used, nu);
     if ((a->nrows && !ra) || (b->nrows && !rb) || !j || !out) {
@@ -244,20 +359,24 @@ tl_table *tl_table_diff(const tl_table *a, const tl_table *b, const char *metric
             x->b = rb[ib++];
             x->name = x->b.name;
         }
-        x->delta = x->b.v - x->a.v;
+        x->delta = am >= 0 && bm >= 0 ? x->b.v - x->a.v : 0;
     }
     qsort(j, nj, sizeof *j, cmp_jrow);
-    size_t nnew = 0, ngone = 0;
+    size_t nnew = 0, ngone = 0, nnoise = 0;
     for (size_t i = 0; i < nj; i++) {
         nnew += !j[i].a.has;
         ngone += !j[i].b.has;
     }
+    int time = ty == TL_COL_TIME, judge = noise_rel >= 0 && time;
     size_t keep = top > 0 && (size_t)top < nj ? (size_t)top : nj;
-    for (size_t i = 0; i < keep; i++) {
+    for (size_t i = 0; i < nj; i++) {
         const jrow *x = &j[i];
-        int r = tl_table_add_row(out);
+        double noise = judge ? noise_rel * fmax(fabs(x->a.v), fabs(x->b.v)) : -1;
+        const char *change = change_word(x->a.has, x->b.has, x->delta, noise, time);
+        nnoise += !strcmp(change, "noise");
+        int r = i < keep ? tl_table_add_row(out) : -1;
         if (r < 0)
-            break;
+            continue;
         tl_table_str(out, r, map[X_NAME], x->name);
         if (with_calls) {
             if (x->a.has && x->a.calls >= 0)
@@ -265,24 +384,33 @@ tl_table *tl_table_diff(const tl_table *a, const tl_table *b, const char *metric
             if (x->b.has && x->b.calls >= 0)
                 tl_table_int(out, r, map[X_CALLS_B], x->b.calls);
         }
-        if (x->a.has)
+        if (x->a.has && am >= 0)
             set_value(out, r, map[X_A], x->a.v);
-        if (x->b.has)
+        if (x->b.has && bm >= 0)
             set_value(out, r, map[X_B], x->b.v);
+        if (with_also) {
+            if (x->a.has && a2 >= 0)
+                set_value(out, r, map[X_A2], x->a.v2);
+            if (x->b.has && b2 >= 0)
+                set_value(out, r, map[X_B2], x->b.v2);
+            if (a2 >= 0 && b2 >= 0)
+                set_value(out, r, map[X_DELTA2], x->b.v2 - x->a.v2);
+        }
+        if (am < 0 || bm < 0)
+            continue; /* one side has no such column: nothing to compare */
         set_value(out, r, map[X_DELTA], x->delta);
         if (x->a.has && x->a.v != 0)
             tl_table_float(out, r, map[X_RATIO], (x->b.has ? x->b.v : 0) / x->a.v);
-        const char *change = !x->a.has      ? "new"
-                             : !x->b.has    ? "vanished"
-                             : x->delta > 0 ? "up"
-                             : x->delta < 0 ? "down"
-                                            : "same";
         tl_table_str(out, r, map[X_CHANGE], change);
     }
     tl_table_note(out,
-                  "Joined by name; ratio = after / before; sorted by |delta|. %zu new, %zu "
-                  "vanished, %zu in both.",
-                  nnew, ngone, nj - nnew - ngone);
+                  "Joined by name; %s decides: ratio = after / before; sorted by |delta|. %zu new, "
+                  "%zu vanished, %zu in both%s.",
+                  mcol->title, nnew, ngone, nj - nnew - ngone,
+                  nnoise ? ", some within the noise" : "");
+    if (am < 0 || bm < 0)
+        tl_table_note(out, "The %s trace has no '%s' column: its side is empty.",
+                      am < 0 ? "before" : "after", mcol->title);
     if (keep < nj)
         tl_table_note(out, "%zu more rows not shown (--top).", nj - keep);
     free(ra);
@@ -291,15 +419,133 @@ tl_table *tl_table_diff(const tl_table *a, const tl_table *b, const char *metric
     return out;
 }
 
+tl_table *tl_table_diff(const tl_table *a, const tl_table *b, const char *metric, const char *title,
+                        const char *key, int top, tl_error *err)
+{
+    return diff_join(a, b, metric, NULL, title, key, top, -1, err);
+}
+
+/* ---- the per-step breakdown ---------------------------------------------------------------- */
+
+/* A table whose rows are steps and whose time columns are the parts of a step (the model
+ * view's "Model per Step": Dataloader, Forward, ...). Each part is compared as its mean per
+ * step; its noise is the larger standard deviation over the steps of the two traces. Rows that
+ * are not steps (a closing "Average" or "Total") are left out. */
+static int is_summary_row(const tl_table *t, int r)
+{
+    for (int c = 0; c < t->ncols; c++) {
+        const tl_cell *x = &t->cells[(size_t)r * t->ncols + c];
+        if (t->cols[c].type == TL_COL_STR && x->set && x->s)
+            return !strcasecmp(x->s, "Average") || !strcasecmp(x->s, "Total");
+    }
+    return 0;
+}
+
+static int column_spread(const tl_table *t, int c, step_spread *s)
+{
+    double *v = malloc((t->nrows ? (size_t)t->nrows : 1) * sizeof *v);
+    if (!v)
+        return -1;
+    int n = 0;
+    for (int r = 0; r < t->nrows; r++)
+        if (!is_summary_row(t, r))
+            v[n++] = value_at(t, r, c);
+    mean_sd(v, n, s);
+    free(v);
+    return 0;
+}
+
+enum { S_NAME, S_A, S_B, S_DELTA, S_RATIO, S_NOISE, S_CHANGE, S_NCOLS };
+
+static const tl_col step_cols[S_NCOLS] = {
+    [S_NAME] = {"Name", "name", TL_COL_STR, 1},
+    [S_A] = {"Before", "before_us", TL_COL_TIME, 0},
+    [S_B] = {"After", "after_us", TL_COL_TIME, 0},
+    [S_DELTA] = {"Delta", "delta_us", TL_COL_TIME, 0},
+    [S_RATIO] = {"Ratio", "ratio", TL_COL_FLOAT, 0},
+    [S_NOISE] = {"Noise", "noise_us", TL_COL_TIME, 0},
+    [S_CHANGE] = {"Change", "change", TL_COL_STR, 1},
+};
+
+/* One row of a before/after table of means; sa, sb: their spreads (noise: the larger standard
+ * deviation; not judged when either has fewer than 2 steps). */
+static void step_row(tl_table *t, const char *name, const step_spread *sa, const step_spread *sb,
+                     double a, double b)
+{
+    int r = tl_table_add_row(t);
+    if (r < 0)
+        return;
+    tl_table_str(t, r, S_NAME, name);
+    tl_table_time(t, r, S_A, llround(a));
+    tl_table_time(t, r, S_B, llround(b));
+    tl_table_time(t, r, S_DELTA, llround(b) - llround(a));
+    if (a > 0)
+        tl_table_float(t, r, S_RATIO, b / a);
+    double noise = sa->n >= 2 && sb->n >= 2 ? fmax(sa->sd, sb->sd) : -1;
+    if (noise >= 0)
+        tl_table_time(t, r, S_NOISE, llround(noise));
+    tl_table_str(t, r, S_CHANGE, change_word(1, 1, (double)(llround(b) - llround(a)), noise, 1));
+}
+
+static tl_table *breakdown_diff(const tl_table *a, const tl_table *b, tl_error *err)
+{
+    char title[160], key[160];
+    snprintf(title, sizeof title, "%s Diff", a->title);
+    snprintf(key, sizeof key, "%s_diff", a->key);
+    tl_table *t = tl_table_new(title, key, step_cols, S_NCOLS);
+    if (!t)
+        goto oom;
+    int na = 0, nb = 0;
+    for (int c = 0; c < a->ncols; c++) {
+        if (a->cols[c].type != TL_COL_TIME)
+            continue;
+        int cb = tl_table_find_col(b, a->cols[c].key);
+        if (cb < 0 || b->cols[cb].type != TL_COL_TIME)
+            continue;
+        step_spread sa, sb;
+        if (column_spread(a, c, &sa) != 0 || column_spread(b, cb, &sb) != 0)
+            goto oom;
+        step_row(t, a->cols[c].title, &sa, &sb, sa.mean, sb.mean);
+        na = sa.n;
+        nb = sb.n;
+    }
+    tl_table_note(t,
+                  "Mean per step: before %d step%s, after %d step%s. Noise: the larger standard "
+                  "deviation over the steps; a delta within it is marked noise%s.",
+                  na, na == 1 ? "" : "s", nb, nb == 1 ? "" : "s",
+                  na < 2 || nb < 2 ? " (not judged: fewer than 2 steps)" : "");
+    return t;
+oom:
+    tl_table_free(t);
+    tl_error_setc(err, TL_ERR_NOMEM, "diff: out of memory");
+    return NULL;
+}
+
 /* ---- the diff view ----------------------------------------------------------------------- */
 
+/* A view diff compares. Joined views (steps == NULL): their rows joined by name on a metric,
+ * the first of metric_gpu / metric_cpu that both traces' tables have, shown with the column
+ * also_gpu / also_cpu beside it. Step-breakdown views: every table of the view whose key
+ * starts with steps (rows = steps, columns = parts of a step), compared per part. */
 typedef struct diff_view {
     const char *name;
     const char *title;
     tl_view_fn fn;
-    const char *metric_gpu; /* metric when either trace has device events */
-    const char *metric_cpu; /* else */
+    const char *metric_gpu, *also_gpu; /* when either trace has device events */
+    const char *metric_cpu, *also_cpu; /* else, and when a trace lacks the GPU metric */
+    const char *steps;                 /* step breakdown: key prefix of the per-step tables */
 } diff_view;
+
+/* The views diff knows, in print order. A step breakdown is one line: {name, NULL, view, NULL,
+ * NULL, NULL, NULL, "key prefix of its per-step table"}. */
+static const diff_view diff_views[] = {
+    {"model", NULL, tl_view_model, NULL, NULL, NULL, NULL, "model_steps"},
+    {"ops", "Ops Diff", tl_view_ops, "cuda_total_us", "self_cuda_us", "cpu_total_us", "self_cpu_us",
+     NULL},
+    {"kernel", "Kernel Diff", tl_view_kernel, "total_us", NULL, "total_us", NULL, NULL},
+    {"ranges", "Ranges Diff", tl_view_ranges, "total_us", "self_us", "total_us", "self_us", NULL},
+};
+static const size_t ndiff_views = sizeof diff_views / sizeof diff_views[0];
 
 static int has_device(const tl_trace *t)
 {
@@ -310,44 +556,33 @@ static int has_device(const tl_trace *t)
     return 0;
 }
 
-enum { S_NAME, S_A, S_B, S_DELTA, S_RATIO, S_NCOLS };
-
-static const tl_col step_cols[S_NCOLS] = {
-    [S_NAME] = {"Name", "name", TL_COL_STR, 1},
-    [S_A] = {"Before", "before_us", TL_COL_TIME, 0},
-    [S_B] = {"After", "after_us", TL_COL_TIME, 0},
-    [S_DELTA] = {"Delta", "delta_us", TL_COL_TIME, 0},
-    [S_RATIO] = {"Ratio", "ratio", TL_COL_FLOAT, 0},
-};
-
-static void step_row(tl_table *t, const char *name, int64_t a, int64_t b)
-{
-    int r = tl_table_add_row(t);
-    if (r < 0)
-        return;
-    tl_table_str(t, r, S_NAME, name);
-    tl_table_time(t, r, S_A, a);
-    tl_table_time(t, r, S_B, b);
-    tl_table_time(t, r, S_DELTA, b - a);
-    if (a > 0)
-        tl_table_float(t, r, S_RATIO, (double)b / (double)a);
-}
-
-static tl_table *step_table(const tl_trace *a, const tl_trace *b)
+static tl_table *step_table(const tl_trace *a, const tl_trace *b, step_spread *sa, step_spread *sb)
 {
     tl_window wa, wb;
     tl_profiled_window(a, &wa);
     tl_profiled_window(b, &wb);
+    if (step_times(a, sa) != 0 || step_times(b, sb) != 0)
+        return NULL;
     tl_table *t = tl_table_new("Step Time", "step_time", step_cols, S_NCOLS);
     if (!t)
         return NULL;
+    step_spread none = {0};
     if (wa.nsteps && wb.nsteps)
-        step_row(t, "Avg step", wa.total / wa.nsteps, wb.total / wb.nsteps);
-    step_row(t, wa.nsteps && wb.nsteps ? "All steps" : "Trace span", wa.total, wb.total);
+        step_row(t, "Avg step", sa, sb, (double)wa.total / wa.nsteps, (double)wb.total / wb.nsteps);
+    step_row(t, wa.nsteps && wb.nsteps ? "All steps" : "Trace span", &none, &none, (double)wa.total,
+             (double)wb.total);
     tl_table_note(t, "Before: %d step%s; after: %d step%s.%s", wa.nsteps, wa.nsteps == 1 ? "" : "s",
                   wb.nsteps, wb.nsteps == 1 ? "" : "s",
                   wa.nsteps && wb.nsteps ? ""
                                          : " Without steps in both, the whole spans are compared.");
+    if (sa->n >= 2 && sb->n >= 2)
+        tl_table_note(t,
+                      "Noise: the step times' standard deviation, before %.1f%%, after %.1f%% of "
+                      "the mean step; a change within the larger of the two (of each value below) "
+                      "is marked noise.",
+                      100 * sa->sd / sa->mean, 100 * sb->sd / sb->mean);
+    else
+        tl_table_note(t, "Noise: not judged (fewer than 2 steps in a trace).");
     return t;
 }
 
@@ -366,8 +601,6 @@ static int listed(const char *views, const char *name)
     return 0;
 }
 
-static const char *const diff_names[] = {"ops", "kernel", "ranges"};
-
 int tl_diff_check_views(const char *views, tl_error *err)
 {
     if (!views || !*views || !strcmp(views, "all"))
@@ -376,13 +609,17 @@ int tl_diff_check_views(const char *views, tl_error *err)
         const char *q = strchr(p, ',');
         size_t len = q ? (size_t)(q - p) : strlen(p);
         int ok = 0;
-        for (size_t i = 0; i < sizeof diff_names / sizeof diff_names[0]; i++)
-            if (strlen(diff_names[i]) == len && !strncasecmp(p, diff_names[i], len))
+        for (size_t i = 0; i < ndiff_views; i++)
+            if (strlen(diff_views[i].name) == len && !strncasecmp(p, diff_views[i].name, len))
                 ok = 1;
         if (!ok) {
-            tl_error_setc(err, TL_ERR_USAGE,
-                          "unknown view '%.*s' for diff; expected ops, kernel, ranges or all",
-                          (int)len, p);
+            char names[256];
+            size_t k = 0;
+            names[0] = 0;
+            for (size_t i = 0; i < ndiff_views && k < sizeof names; i++)
+                k += (size_t)snprintf(names + k, sizeof names - k, "%s, ", diff_views[i].name);
+            tl_error_setc(err, TL_ERR_USAGE, "unknown view '%.*s' for diff; expected %sor all",
+                          (int)len, p, names);
             return -1;
         }
         p += len + (q ? 1 : 0);
@@ -390,30 +627,52 @@ int tl_diff_check_views(const char *views, tl_error *err)
     return 0;
 }
 
+/* The step-breakdown tables of view v compared, appended after *tail. */
+static int diff_steps(const diff_view *v, const tl_table *ta, const tl_table *tb, tl_table ***tail,
+                      tl_error *err)
+{
+    size_t pl = strlen(v->steps);
+    for (const tl_table *x = ta; x; x = x->next) {
+        if (strncmp(x->key, v->steps, pl) != 0)
+            continue;
+        const tl_table *y = tb;
+        while (y && strcmp(y->key, x->key) != 0)
+            y = y->next;
+        if (!y)
+            continue; /* e.g. the GPU per-step table of a trace without kernels */
+        tl_table *d = breakdown_diff(x, y, err);
+        if (!d)
+            return -1;
+        **tail = d;
+        *tail = &d->next;
+    }
+    return 0;
+}
+
 tl_table *tl_view_diff(const tl_trace *a, const tl_trace *b, const char *views,
                        const tl_view_opts *o, tl_error *err)
 {
-    const diff_view list[] = {
-        {diff_names[0], "Ops Diff", tl_view_ops, "self_cuda_us", "self_cpu_us"},
-        {diff_names[1], "Kernel Diff", tl_view_kernel, "total_us", "total_us"},
-        {diff_names[2], "Ranges Diff", tl_view_ranges, "total_us", "total_us"},
-    };
-    const size_t nlist = sizeof list / sizeof list[0];
     if (tl_diff_check_views(views, err) != 0)
         return NULL;
-    tl_table *head = step_table(a, b);
+    step_spread sa, sb;
+    tl_table *head = step_table(a, b, &sa, &sb);
     if (!head) {
         tl_error_setc(err, TL_ERR_NOMEM, "diff: out of memory");
         return NULL;
     }
-    tl_table *tail = head;
+    /* the relative noise of joined rows: the larger relative spread of the step times */
+    double noise_rel = sa.n >= 2 && sb.n >= 2 && sa.mean > 0 && sb.mean > 0
+                           ? fmax(sa.sd / sa.mean, sb.sd / sb.mean)
+                           : -1;
+    tl_table **tail = &head->next;
     int gpu = has_device(a) || has_device(b);
     int compared = 0;
     tl_view_opts vo = {0};
     if (o)
         vo.threshold_ns = o->threshold_ns;
-    for (size_t i = 0; i < nlist; i++) {
-        const diff_view *v = &list[i];
+    const char *given = o && o->sort ? o->sort : NULL;
+    for (size_t i = 0; i < ndiff_views; i++) {
+        const diff_view *v = &diff_views[i];
         if (!listed(views, v->name))
             continue;
         tl_table *ta = v->fn(a, &vo, err);
@@ -423,9 +682,27 @@ tl_table *tl_view_diff(const tl_trace *a, const tl_trace *b, const char *views,
             tl_table_free(head);
             return NULL;
         }
-        const char *metric = o && o->sort ? o->sort : gpu ? v->metric_gpu : v->metric_cpu;
-        if (tl_table_find_col(ta, metric) < 0) {
-            if (o && o->sort) { /* --metric names a column of other views only */
+        if (v->steps) {
+            int rc = diff_steps(v, ta, tb, &tail, err);
+            tl_table_free(ta);
+            tl_table_free(tb);
+            if (rc != 0) {
+                tl_table_free(head);
+                return NULL;
+            }
+            continue;
+        }
+        const char *metric = given, *also = NULL;
+        if (!given) {
+            /* the GPU metric only when both tables have it: a CPU-only trace has no CUDA
+             * columns, and comparing them with nothing would say nothing */
+            int both_gpu = gpu && tl_table_find_col(ta, v->metric_gpu) >= 0 &&
+                           tl_table_find_col(tb, v->metric_gpu) >= 0;
+            metric = both_gpu ? v->metric_gpu : v->metric_cpu;
+            also = both_gpu ? v->also_gpu : v->also_cpu;
+        }
+        if (tl_table_find_col(ta, metric) < 0 && tl_table_find_col(tb, metric) < 0) {
+            if (given) { /* --metric names a column of other views only */
                 tl_table_note(head, "The %s view has no column '%s': not compared.", v->name,
                               metric);
                 tl_table_free(ta);
@@ -433,25 +710,27 @@ tl_table *tl_view_diff(const tl_trace *a, const tl_trace *b, const char *views,
                 continue;
             }
             metric = NULL; /* a default the view lacks: its first time column */
+            also = NULL;
         }
         compared++;
         char key[64];
         snprintf(key, sizeof key, "%s_diff", v->name);
-        tl_table *d = tl_table_diff(ta, tb, metric, v->title, key, o ? o->top : 0, err);
+        tl_table *d =
+            diff_join(ta, tb, metric, also, v->title, key, o ? o->top : 0, noise_rel, err);
         tl_table_free(ta);
         tl_table_free(tb);
         if (!d) {
             tl_table_free(head);
             return NULL;
         }
-        tail->next = d;
-        tail = d;
+        *tail = d;
+        tail = &d->next;
     }
-    if (o && o->sort && !compared) {
+    if (given && !compared) {
         tl_error_setc(err, TL_ERR_USAGE,
-                      "no selected view has a column '%s' (ops: self_cuda_us, self_cpu_us, "
-                      "cpu_total_us, ...; kernel and ranges: total_us, calls, ...)",
-                      o->sort);
+                      "no selected view has a column '%s' (ops: cpu_total_us, self_cpu_us, "
+                      "cuda_total_us, self_cuda_us, ...; kernel and ranges: total_us, calls, ...)",
+                      given);
         tl_table_free(head);
         return NULL;
     }

@@ -1,9 +1,11 @@
 /*
  * cmd_diff.c — `tally diff A B`: what changed between two traces of the same program.
  *
- * Step time before and after, then for the ops table, the kernel summary and the user ranges,
- * one row per name with before, after, delta and ratio, sorted by the size of the change, with
- * new and vanished rows marked (src/analysis/view_diff.c). The two traces may be of different
+ * Step time before and after; the per-step breakdown (model) compared as means per step; then
+ * for the ops table, the kernel summary and the user ranges, one row per name with before, after,
+ * delta and ratio of a total (and the self time beside it), sorted by the size of the change,
+ * marked faster, slower, new, vanished, or noise when within the spread of the step times
+ * (src/analysis/view_diff.c). The two traces may be of different
  * formats: each is read by tl_load. docs/diff.md says what each column means.
  *
  * Exit status: 0; 1 when a file cannot be read or parsed, or the output cannot be written;
@@ -23,12 +25,12 @@ struct diff_args {
 
 static const cli_option options[] = {
     CLI_OPTION("views", 0, CLI_STRING, views, "LIST",
-               "views to compare: ops, kernel, ranges (default: all three)"),
+               "views to compare: model, ops, kernel, ranges (default: all four)"),
     CLI_OPTION("top", 0, CLI_COUNT, vo.top, "N",
                "rows per view, largest changes first (default 20, 0 = all)"),
     CLI_OPTION("metric", 0, CLI_STRING, vo.sort, "KEY",
-               "column to compare (default: self_cuda_us / self_cpu_us for ops,\ntotal_us "
-               "otherwise)"),
+               "column to compare (default: cuda_total_us when both traces have it,\nelse "
+               "cpu_total_us, for ops; total_us otherwise)"),
     CLI_RENDER_OPTIONS,
 };
 
@@ -39,8 +41,9 @@ static void docs_help(FILE *f)
 
 static const cli_command command =
     CLI_TRACE_COMMAND("diff", "A B", "two trace files (A before, B after)",
-                      "Compare two traces (any formats): step time, then per view one row per\n"
-                      "name with before, after, delta and ratio; new and vanished rows marked.",
+                      "Compare two traces (any formats): step time, the per-step breakdown, then\n"
+                      "per view one row per name with before, after, delta and ratio; faster,\n"
+                      "slower, new, vanished, or noise (within the spread of the step times).",
                       docs_help);
 
 static tl_table *views(const tl_trace *t, void *state, tl_error *err)

@@ -41,7 +41,7 @@ TEST(join_marks_new_vanished_and_sorts_by_abs_delta)
     CHECK_EQ_INT(fx_i(d, 0, "total_after_us"), 3 * MS);
     CHECK_EQ_INT(fx_i(d, 0, "total_delta_us"), -3 * MS);
     CHECK_NEAR(fx_d(d, 0, "ratio"), 0.5, 1e-12);
-    CHECK_STR(fx_s(d, 0, "change"), "down");
+    CHECK_STR(fx_s(d, 0, "change"), "faster");
     CHECK_STR(fx_s(d, 1, "name"), "aten::gelu");
     CHECK_STR(fx_s(d, 1, "change"), "new");
     CHECK_EQ_INT(fx_i(d, 1, "total_delta_us"), 2 * MS);

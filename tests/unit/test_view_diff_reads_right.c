@@ -1,0 +1,264 @@
+/*
+ * test_view_diff_reads_right.c — `tally diff` says what changed the way a reader means it, on
+ * hand-made traces whose numbers are known by construction:
+ *   - a fusion (an op's five children vanish into one shorter body) reads "faster" on the op's
+ *     total, though its self time went up, and both are shown;
+ *   - a change within the steps' run-to-run spread is "noise", one beyond it is not;
+ *   - --views model compares the per-step breakdown (Forward, Backward, ...) as means per step;
+ *   - a GPU trace and a CPU-only trace diff in either order: the ops compare on CPU time, the
+ *     kernels are new or vanished, nothing fails.
+ */
+#include "insight_fixture.h"
+#include "testlib.h"
+
+#include <stdlib.h>
+
+/* Four steps of 10 ms; in each an op "rmsnorm" at 1 ms:
+ *   before: 5 ms with five children "rmsnorm.k0".."k4" of 0.8 ms each (self 1 ms);
+ *   after:  2 ms and no children (self 2 ms). */
+static void build_fusion(tl_trace *t, int after)
+{
+    tl_trace_init(t);
+    uint32_t th = tl_trace_track(t, TL_TRACK_THREAD, 1, 1, -1);
+    for (int s = 0; s < 4; s++) {
+        int64_t t0 = s * 10 * MS;
+        fx_ev(t, th, TL_CAT_STEP, "ProfilerStep#1", t0, 10 * MS);
+        fx_ev(t, th, TL_CAT_OPERATOR, "rmsnorm", t0 + 1 * MS, after ? 2 * MS : 5 * MS);
+        for (int k = 0; k < 5 && !after; k++) {
+            char name[32];
+            snprintf(name, sizeof name, "rmsnorm.k%d", k);
+            fx_ev(t, th, TL_CAT_OPERATOR, name, t0 + 1 * MS + 200 * US + k * 800 * US, 800 * US);
+        }
+    }
+    CHECK_EQ_INT(tl_trace_finish(t), 0);
+}
+
+TEST(fusion_reads_faster_on_total_with_self_beside)
+{
+    tl_trace a, b;
+    build_fusion(&a, 0);
+    build_fusion(&b, 1);
+    tl_error err = {{0}};
+    tl_table *d = tl_view_diff(&a, &b, "ops", NULL, &err);
+    CHECK(d != NULL);
+    const tl_table *op = d ? fx_table(d, "ops_diff") : NULL;
+    CHECK(op != NULL);
+    if (op) {
+        int r = fx_row(op, "name", "rmsnorm");
+        CHECK(r >= 0);
+        CHECK_EQ_INT(fx_i(op, r, "cpu_total_before_us"), 4 * 5 * MS);
+        CHECK_EQ_INT(fx_i(op, r, "cpu_total_after_us"), 4 * 2 * MS);
+        CHECK_EQ_INT(fx_i(op, r, "cpu_total_delta_us"), -4 * 3 * MS);
+        CHECK_EQ_INT(fx_i(op, r, "self_cpu_before_us"), 4 * 1 * MS);
+        CHECK_EQ_INT(fx_i(op, r, "self_cpu_after_us"), 4 * 2 * MS);
+        CHECK_EQ_INT(fx_i(op, r, "self_cpu_delta_us"), 4 * 1 * MS);
+        CHECK_NEAR(fx_d(op, r, "ratio"), 0.4, 1e-12);
+        /* every step is 10 ms: no spread, so any change is real */
+        CHECK_STR(fx_s(op, r, "change"), "faster");
+        r = fx_row(op, "name", "rmsnorm.k3");
+        CHECK_STR(fx_s(op, r, "change"), "vanished");
+    }
+    const tl_table *st = d ? fx_table(d, "step_time") : NULL;
+    CHECK(st != NULL);
+    if (st) {
+        int r = fx_row(st, "name", "Avg step");
+        CHECK_STR(fx_s(st, r, "change"), "same");
+        CHECK_EQ_INT(fx_i(st, r, "noise_us"), 0);
+    }
+    tl_table_free(d);
+    tl_trace_free(&a);
+    tl_trace_free(&b);
+}
+
+/* Three steps back to back, each Forward then Backward (bwd_ms long): before the steps are 90,
+ * 100, 110 ms (Forward 40, 50, 60: sd 10 ms, 10 % of the mean step), after 95, 100, 105 ms
+ * (Forward 45, 50, 55: sd 5 ms) with bwd_ms 50. In the first step, range "steady" runs 30 ms
+ * before and 31 ms after (+3.3 %: within 10 %), range "shrunk" 30 ms before and 20 ms after
+ * (-33 %). */
+static void build_steps(tl_trace *t, int after, int64_t bwd_ms)
+{
+    static const int64_t fwd_before[3] = {40, 50, 60}, fwd_after[3] = {45, 50, 55};
+    tl_trace_init(t);
+    uint32_t th = tl_trace_track(t, TL_TRACK_THREAD, 1, 1, -1);
+    int64_t t0 = 0;
+    for (int s = 0; s < 3; s++) {
+        int64_t fwd = (after ? fwd_after[s] : fwd_before[s]) * MS, len = fwd + bwd_ms * MS;
+        fx_ev(t, th, TL_CAT_STEP, "ProfilerStep#1", t0, len);
+        fx_ev(t, th, TL_CAT_FORWARD, "forward", t0, fwd);
+        fx_ev(t, th, TL_CAT_BACKWARD, "backward", t0 + fwd, bwd_ms * MS);
+        if (s == 0) {
+            fx_ev(t, th, TL_CAT_USER, "steady", t0 + 1 * MS, after ? 31 * MS : 30 * MS);
+            fx_ev(t, th, TL_CAT_USER, "shrunk", t0 + fwd, after ? 20 * MS : 30 * MS);
+        }
+        t0 += len;
+    }
+    CHECK_EQ_INT(tl_trace_finish(t), 0);
+}
+
+static void build_noisy(tl_trace *t, int after)
+{
+    build_steps(t, after, 50);
+}
+
+TEST(changes_within_the_step_spread_are_noise)
+{
+    tl_trace a, b;
+    build_noisy(&a, 0);
+    build_noisy(&b, 1);
+    tl_error err = {{0}};
+    tl_table *d = tl_view_diff(&a, &b, "ranges", NULL, &err);
+    CHECK(d != NULL);
+    const tl_table *st = d ? fx_table(d, "step_time") : NULL;
+    CHECK(st != NULL);
+    if (st) {
+        int r = fx_row(st, "name", "Avg step");
+        CHECK_EQ_INT(fx_i(st, r, "before_us"), 100 * MS);
+        CHECK_EQ_INT(fx_i(st, r, "after_us"), 100 * MS);
+        CHECK_EQ_INT(fx_i(st, r, "noise_us"), 10 * MS);
+        CHECK_STR(fx_s(st, r, "change"), "same");
+    }
+    const tl_table *rd = d ? fx_table(d, "ranges_diff") : NULL;
+    CHECK(rd != NULL);
+    if (rd) {
+        int r = fx_row(rd, "name", "steady");
+        CHECK(r >= 0);
+        CHECK_EQ_INT(fx_i(rd, r, "total_delta_us"), 1 * MS);
+        CHECK_STR(fx_s(rd, r, "change"), "noise");
+        r = fx_row(rd, "name", "shrunk");
+        CHECK(r >= 0);
+        CHECK_EQ_INT(fx_i(rd, r, "total_delta_us"), -10 * MS);
+        CHECK_STR(fx_s(rd, r, "change"), "faster");
+    }
+    tl_table_free(d);
+    tl_trace_free(&a);
+    tl_trace_free(&b);
+}
+
+TEST(model_compares_the_per_step_breakdown)
+{
+    tl_trace a, b;
+    build_noisy(&a, 0);
+    build_noisy(&b, 1);
+    tl_error err = {{0}};
+    tl_table *d = tl_view_diff(&a, &b, "model", NULL, &err);
+    CHECK(d != NULL);
+    if (!d) {
+        fprintf(stderr, "%s\n", err.msg);
+        return;
+    }
+    const tl_table *m = fx_table(d, "model_steps_diff");
+    CHECK(m != NULL);
+    CHECK(fx_table(d, "ops_diff") == NULL); /* only the named view */
+    if (m) {
+        int r = fx_row(m, "name", "Forward");
+        CHECK(r >= 0);
+        CHECK_EQ_INT(fx_i(m, r, "before_us"), 50 * MS); /* mean of 40, 50, 60 */
+        CHECK_EQ_INT(fx_i(m, r, "after_us"), 50 * MS);
+        CHECK_EQ_INT(fx_i(m, r, "noise_us"), 10 * MS); /* the larger sd: 10 ms before */
+        CHECK_STR(fx_s(m, r, "change"), "same");
+        r = fx_row(m, "name", "Backward");
+        CHECK(r >= 0);
+        CHECK_EQ_INT(fx_i(m, r, "before_us"), 50 * MS);
+        CHECK_EQ_INT(fx_i(m, r, "noise_us"), 0);
+    }
+    tl_table_free(d);
+    tl_trace_free(&a);
+    tl_trace_free(&b);
+
+    /* Backward 50 -> 60 ms in every step (no spread): slower; Forward unchanged */
+    build_steps(&a, 0, 50);
+    build_steps(&b, 0, 60);
+    d = tl_view_diff(&a, &b, "model", NULL, &err);
+    m = d ? fx_table(d, "model_steps_diff") : NULL;
+    CHECK(m != NULL);
+    if (m) {
+        int r = fx_row(m, "name", "Backward");
+        CHECK_EQ_INT(fx_i(m, r, "delta_us"), 10 * MS);
+        CHECK_STR(fx_s(m, r, "change"), "slower");
+        r = fx_row(m, "name", "Forward");
+        CHECK_STR(fx_s(m, r, "change"), "same");
+    }
+    tl_table_free(d);
+    tl_trace_free(&a);
+    tl_trace_free(&b);
+}
+
+/* One step of 10 ms with op "aten::mm" (1 ms); with gpu, it launches kernel "sgemm" (500 us). */
+static void build_kind(tl_trace *t, int gpu)
+{
+    tl_trace_init(t);
+    uint32_t th = tl_trace_track(t, TL_TRACK_THREAD, 1, 1, -1);
+    fx_ev(t, th, TL_CAT_STEP, "ProfilerStep#1", 0, 10 * MS);
+    fx_ev(t, th, TL_CAT_OPERATOR, "aten::mm", 1 * MS, 1 * MS);
+    if (gpu) {
+        uint32_t st = tl_trace_track(t, TL_TRACK_STREAM, 1, 7, 0);
+        fx_launch(t, th, st, "sgemm", 1 * MS + 100 * US, 2 * MS, 500 * US, 1);
+    }
+    CHECK_EQ_INT(tl_trace_finish(t), 0);
+}
+
+TEST(gpu_and_cpu_traces_diff_in_either_order)
+{
+    tl_trace g, c;
+    build_kind(&g, 1);
+    build_kind(&c, 0);
+    for (int order = 0; order < 2; order++) {
+        const tl_trace *a = order ? &c : &g, *b = order ? &g : &c;
+        tl_error err = {{0}};
+        tl_table *d = tl_view_diff(a, b, "ops,kernel", NULL, &err);
+        CHECK(d != NULL);
+        if (!d) {
+            fprintf(stderr, "order %d: %s\n", order, err.msg);
+            continue;
+        }
+        const tl_table *op = fx_table(d, "ops_diff");
+        CHECK(op != NULL);
+        if (op) {
+            /* compared on CPU time, which both have */
+            int r = fx_row(op, "name", "aten::mm");
+            CHECK(r >= 0);
+            CHECK_EQ_INT(fx_i(op, r, "cpu_total_before_us"), 1 * MS);
+            CHECK_EQ_INT(fx_i(op, r, "cpu_total_after_us"), 1 * MS);
+            CHECK_STR(fx_s(op, r, "change"), "same");
+            r = fx_row(op, "name", "cudaLaunchKernel");
+            CHECK(r >= 0);
+            CHECK_STR(fx_s(op, r, "change"), order ? "new" : "vanished");
+        }
+        const tl_table *k = fx_table(d, "kernel_diff");
+        CHECK(k != NULL);
+        if (k) {
+            int r = fx_row(k, "name", "sgemm");
+            CHECK(r >= 0);
+            CHECK_STR(fx_s(k, r, "change"), order ? "new" : "vanished");
+            CHECK_EQ_INT(fx_i(k, r, order ? "total_after_us" : "total_before_us"), 500 * US);
+        }
+        tl_table_free(d);
+
+        /* a GPU column asked for: the CPU trace's side is empty, not an error */
+        tl_view_opts o = {0};
+        o.sort = "self_cuda_us";
+        d = tl_view_diff(a, b, "ops", &o, &err);
+        CHECK(d != NULL);
+        op = d ? fx_table(d, "ops_diff") : NULL;
+        CHECK(op != NULL);
+        if (op) {
+            int r = fx_row(op, "name", "aten::mm");
+            CHECK_EQ_INT(fx_i(op, r, order ? "self_cuda_after_us" : "self_cuda_before_us"),
+                         500 * US);
+            CHECK(!fx_cell(op, r, order ? "self_cuda_before_us" : "self_cuda_after_us")->set);
+            CHECK(!fx_cell(op, r, "change")->set);
+        }
+        tl_table_free(d);
+    }
+    tl_trace_free(&g);
+    tl_trace_free(&c);
+}
+
+int main(void)
+{
+    RUN(fusion_reads_faster_on_total_with_self_beside);
+    RUN(changes_within_the_step_spread_are_noise);
+    RUN(model_compares_the_per_step_breakdown);
+    RUN(gpu_and_cpu_traces_diff_in_either_order);
+    return test_summary();
+}
