@@ -781,6 +781,21 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
         }
         if (!nrows)
             tl_table_note(tab, "No events in this trace.");
+        /* Self CUDA % is PyTorch's: over the device work rows; a GPU annotation's Self CUDA is
+         * its span on the GPU, idle time included, so its share can pass 100% */
+        size_t over = 0, first = 0;
+        for (size_t r = 0; r < nrows; r++)
+            if (sum_self_cuda > 0 && rows[r].self_cuda > sum_self_cuda && !over++)
+                first = r;
+        if (over)
+            tl_table_note(tab,
+                          "Self CUDA %% passes 100%% on %zu row%s (%s): a GPU annotation's Self "
+                          "CUDA is its span on the GPU, idle time included, and the %% is of "
+                          "the device work (kernels, copies, memsets), as in PyTorch's table.",
+                          over, over == 1 ? "" : "s", rows[first].name);
+        if (by_shape && X.shapes.n == 0 && nrows)
+            tl_table_note(tab, "This trace has no input shapes (recorded without "
+                               "record_shapes=True?): one row per name, Input Shapes [].");
     }
     goto done;
 oom:
