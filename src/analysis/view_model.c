@@ -19,6 +19,7 @@
  *
  * Without steps the whole trace is one pseudo-step.
  */
+#include "analysis/steps.h"
 #include "analysis/views.h"
 
 #include <stdlib.h>
@@ -64,31 +65,6 @@ typedef struct phase_stat {
     int64_t calls, total, max, min;
     int64_t gpu_total, gpu_max, gpu_min;
 } phase_stat;
-
-static int step_cmp(const void *a, const void *b)
-{
-    const step *x = a, *y = b;
-    return (x->s > y->s) - (x->s < y->s);
-}
-
-/* Index of the step containing x, or -1 (steps sorted, assumed not to overlap). */
-static int find_step(const step *st, int n, int64_t x)
-{
-    int lo = 0, hi = n;
-    while (lo < hi) {
-        int mid = (lo + hi) / 2;
-        if (st[mid].s <= x)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    /* lo = first step starting after x; candidates are before it (a step may hide inside a
-     * longer earlier one only when steps overlap; scan back a little for that case). */
-    for (int k = lo - 1; k >= 0 && k >= lo - 4; k--)
-        if (x >= st[k].s && x < st[k].e)
-            return k;
-    return -1;
-}
 
 enum {
     MS_NAME,
@@ -185,30 +161,21 @@ tl_table *tl_view_model(const tl_trace *t, const tl_view_opts *o, tl_error *err)
     size_t nit = 0, capit = 0;
     step *st = NULL;
     int nst = 0;
+    tl_steps steps = {0};
 
-    /* Steps, sorted by start; without steps the whole trace is one. */
-    for (size_t i = 0; i < t->nev; i++)
-        nst += t->ev[i].cat == TL_CAT_STEP && t->ev[i].dur > 0;
-    int pseudo = nst == 0;
-    st = calloc(pseudo ? 1 : (size_t)nst, sizeof *st);
-    outer = tl_big_alloc(t->nev * sizeof *outer);
+    /* Steps (steps.h), sorted by start; without steps the whole trace is one. */
+    if (tl_steps_load(t, &steps) != 0)
+        goto oom;
+    int pseudo = steps.pseudo;
+    nst = steps.n;
+    st = calloc(nst ? (size_t)nst : 1, sizeof *st);
+    outer = tl_big_alloc((t->nev ? t->nev : 1) * sizeof *outer);
     if (!st || !outer)
         goto oom;
-    if (pseudo) {
-        tl_trace_span(t, &st[0].s, &st[0].e);
-        nst = 1;
-    } else {
-        int k = 0;
-        for (size_t i = 0; i < t->nev; i++) {
-            const tl_event *e = &t->ev[i];
-            if (e->cat == TL_CAT_STEP && e->dur > 0) {
-                st[k].s = e->ts;
-                st[k].e = e->ts + e->dur;
-                st[k].name = e->name;
-                k++;
-            }
-        }
-        qsort(st, (size_t)nst, sizeof *st, step_cmp);
+    for (int k = 0; k < nst; k++) {
+        st[k].s = steps.v[k].s;
+        st[k].e = steps.v[k].e;
+        st[k].name = steps.v[k].name;
     }
 
     /* Outermost phase ranges: events are sorted so that a parent precedes its children. */
@@ -242,15 +209,7 @@ tl_table *tl_view_model(const tl_trace *t, const tl_view_opts *o, tl_error *err)
         const tl_event *e = &t->ev[it[q].ev];
         int p = phase_index((tl_cat)e->cat);
         int64_t s = e->ts, end = e->ts + e->dur, in = 0;
-        int lo = 0, hi = nst; /* first step ending after s */
-        while (lo < hi) {
-            int mid = (lo + hi) / 2;
-            if (st[mid].e <= s)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        for (int k = lo; k < nst; k++) {
+        for (int k = tl_steps_from(&steps, s); k < nst; k++) {
             if (st[k].e <= s)
                 continue;
             if (st[k].s >= end)
@@ -277,7 +236,7 @@ tl_table *tl_view_model(const tl_trace *t, const tl_view_opts *o, tl_error *err)
             unlinked++;
             continue;
         }
-        int k = find_step(st, nst, t->ev[e->link].ts);
+        int k = tl_steps_at(&steps, t->ev[e->link].ts);
         if (k < 0)
             continue;
         st[k].gpu_all += e->dur;
@@ -299,7 +258,7 @@ tl_table *tl_view_model(const tl_trace *t, const tl_view_opts *o, tl_error *err)
     /* Step totals and Other. */
     phase_stat step_ps = {0}, other_ps = {0};
     int64_t window = 0, other_gpu = 0;
-    int64_t *other = calloc((size_t)nst, sizeof *other);
+    int64_t *other = calloc(nst ? (size_t)nst : 1, sizeof *other);
     if (!other)
         goto oom;
     for (int k = 0; k < nst; k++) {
@@ -333,6 +292,11 @@ tl_table *tl_view_model(const tl_trace *t, const tl_view_opts *o, tl_error *err)
     summary_row(tab, "Other", 1, &other_ps, window, step_ps.gpu_total, have_kernels, 0);
     if (pseudo)
         tl_table_note(tab, "No steps in this trace: the whole trace is taken as one step.");
+    if (steps.left_out && !pseudo)
+        tl_table_note(tab,
+                      "%d step(s) closed by the end of profiling (tally_stop, the end of the "
+                      "trace) rather than by the program are not steps and are left out.",
+                      steps.left_out);
     tl_table_note(tab, "Phases count their outermost ranges only; Other = step time not covered "
                        "by any phase. CPU Ratio is against the total step time.");
     if (have_kernels)
@@ -397,6 +361,7 @@ tl_table *tl_view_model(const tl_trace *t, const tl_view_opts *o, tl_error *err)
     free(st);
     free(outer);
     free(it);
+    tl_steps_free(&steps);
     return tab;
 oom:
     if (st)
@@ -405,6 +370,7 @@ oom:
     free(st);
     free(outer);
     free(it);
+    tl_steps_free(&steps);
     tl_table_free(tab);
     tl_error_setc(err, TL_ERR_NOMEM, "model: out of memory");
     return NULL;

@@ -8,12 +8,13 @@
  * Optimization — and "Other" (step time covered by none of them) do add up to the step time
  * when the phases do not overlap each other, which is how a training loop is normally laid out.
  *
- * Host times are clipped to the profiled window (the union of the steps, or the whole trace
- * without steps): work outside the steps is outside what the ratios are taken against. Device
- * work is not clipped — a kernel usually runs after the host step that launched it has ended —
- * but only device work launched inside the window (or, when its launch is unknown, starting
+ * Host times are clipped to the profiled window (the union of the steps of steps.h, or the
+ * whole trace without steps): work outside the steps is outside what the ratios are taken against.
+ * Device work is not clipped — a kernel usually runs after the host step that launched it has ended
+ * — but only device work launched inside the window (or, when its launch is unknown, starting
  * inside the window's span) is counted.
  */
+#include "analysis/steps.h"
 #include "analysis/views.h"
 
 #include <stdlib.h>
@@ -129,12 +130,16 @@ static void add_row(tl_table *tab, const char *name, int indent, int64_t calls, 
 tl_table *tl_view_overview(const tl_trace *t, const tl_view_opts *o, tl_error *err)
 {
     (void)o;
+    /* The window (steps.h): the steps, or the whole span; as a set too. */
+    tl_steps steps;
     tl_window w;
-    tl_profiled_window(t, &w);
-
-    /* The window as a set: the steps, or the whole span. */
     tl_ivset win = {0};
-    tl_profiled_window_set(t, &win);
+    if (tl_steps_load(t, &steps) != 0) {
+        tl_error_setc(err, TL_ERR_NOMEM, "overview: out of memory");
+        return NULL;
+    }
+    tl_steps_window(&steps, &w);
+    tl_steps_set(&steps, &win);
     int clip = w.nsteps > 0;
 
     ov_acc host[TL_CAT_COUNT];
@@ -178,7 +183,7 @@ tl_table *tl_view_overview(const tl_trace *t, const tl_view_opts *o, tl_error *e
             }
             continue;
         }
-        if (!host_timed(c) || e->dur <= 0)
+        if (!host_timed(c) || e->dur <= 0 || c == TL_CAT_STEP)
             continue;
         if (clip && (end <= win.v[0].s || s >= win.v[win.n - 1].e))
             continue;
@@ -205,7 +210,7 @@ tl_table *tl_view_overview(const tl_trace *t, const tl_view_opts *o, tl_error *e
 
     /* ProfileStep, then the phases and Other indented under it, then every other type by time. */
     if (w.nsteps)
-        add_row(tab, host_type_name(TL_CAT_STEP), 0, host[TL_CAT_STEP].calls, w.total, w.total);
+        add_row(tab, host_type_name(TL_CAT_STEP), 0, w.nsteps, w.total, w.total);
     tl_ivset phase_union = {0};
     for (size_t p = 0; p < sizeof phases / sizeof *phases; p++) {
         tl_cat c = phases[p];
@@ -271,6 +276,7 @@ tl_table *tl_view_overview(const tl_trace *t, const tl_view_opts *o, tl_error *e
     for (int d = 0; d < D_N; d++)
         tl_ivset_free(&dev[d].iv);
     tl_ivset_free(&win);
+    tl_steps_free(&steps);
     free(comm_name);
     return tab;
 oom:
@@ -279,6 +285,7 @@ oom:
     for (int d = 0; d < D_N; d++)
         tl_ivset_free(&dev[d].iv);
     tl_ivset_free(&win);
+    tl_steps_free(&steps);
     free(comm_name);
     tl_table_free(tab);
     tl_error_setc(err, TL_ERR_NOMEM, "overview: out of memory");

@@ -11,8 +11,10 @@
  * throughput = total samples / total step time (not the mean of per-step rates); max/min of
  * throughput are per-step rates. Reader ratio = total reader time / total step time. Paddle's
  * timer skips the first 10 steps, divides by one step too few and never updates min from the
- * first value; none of that is copied here: every step of the trace counts, exactly once.
+ * first value; none of that is copied here: every step of the trace counts, exactly once. The
+ * steps are those of steps.h: a step closed by tally_stop or by the end of the trace is none.
  */
+#include "analysis/steps.h"
 #include "analysis/views.h"
 
 #include <stdlib.h>
@@ -40,17 +42,6 @@ static const tl_col ips_cols[I_NCOLS] = {
     [I_SAMPLES] = {"Samples", "samples", TL_COL_INT, 0},
 };
 
-typedef struct pstep {
-    int64_t s, e, reader, samples;
-    int64_t number; /* step number (event value) */
-} pstep;
-
-static int pstep_cmp(const void *a, const void *b)
-{
-    const pstep *x = a, *y = b;
-    return (x->s > y->s) - (x->s < y->s);
-}
-
 static void cost_row(tl_table *tab, const char *name, const int64_t *v, int n, int64_t whole)
 {
     int64_t total = 0, mx = 0, mn = 0;
@@ -76,63 +67,26 @@ static void cost_row(tl_table *tab, const char *name, const int64_t *v, int n, i
 tl_table *tl_view_perf(const tl_trace *t, const tl_view_opts *o, tl_error *err)
 {
     (void)o;
-    int n = 0, n_all = 0;
-    for (size_t i = 0; i < t->nev; i++)
-        n += t->ev[i].cat == TL_CAT_STEP && t->ev[i].dur > 0;
-    tl_table *tab = tl_table_new("Perf Summary", "perf", cost_cols, P_NCOLS);
-    pstep *st = calloc(n ? (size_t)n : 1, sizeof *st);
-    int64_t *v = calloc(n ? (size_t)n : 1, sizeof *v);
-    tl_ivset *rd = calloc(n ? (size_t)n : 1, sizeof *rd);
-    if (!tab || !st || !v || !rd)
+    tl_steps steps;
+    int n = 0;
+    tl_table *tab = NULL;
+    int64_t *v = NULL, *reader = NULL;
+    tl_ivset *rd = NULL;
+    if (tl_steps_load(t, &steps) != 0)
+        goto oom;
+    n = steps.pseudo ? 0 : steps.n;
+    const tl_step *st = steps.v;
+    tab = tl_table_new("Perf Summary", "perf", cost_cols, P_NCOLS);
+    v = calloc(n ? (size_t)n : 1, sizeof *v);
+    reader = calloc(n ? (size_t)n : 1, sizeof *reader);
+    rd = calloc(n ? (size_t)n : 1, sizeof *rd);
+    if (!tab || !v || !reader || !rd)
         goto oom;
     if (n == 0) {
         tl_table_note(tab, "No steps in this trace: nothing to summarize.");
         goto done;
     }
-    int k = 0;
-    n_all = n;
-    for (size_t i = 0; i < t->nev; i++) {
-        const tl_event *e = &t->ev[i];
-        if (e->cat == TL_CAT_STEP && e->dur > 0) {
-            st[k].s = e->ts;
-            st[k].e = e->ts + e->dur;
-            st[k].number = e->value;
-            k++;
-        }
-    }
-    qsort(st, (size_t)n, sizeof *st, pstep_cmp);
-
-    /* Samples per step: the recorder's per-step counts, in step order. They match the steps of
-     * the trace one to one, or by step number when the trace holds a part of the run. */
-    int samples_mode = 0;
-    if (t->nsteps_samples == (size_t)n) {
-        samples_mode = 1;
-        for (int j = 0; j < n; j++)
-            st[j].samples = t->step_samples[j];
-    } else if (t->nsteps_samples > 0) {
-        samples_mode = 1;
-        for (int j = 0; j < n; j++) {
-            if (st[j].number < 0 || (size_t)st[j].number >= t->nsteps_samples) {
-                samples_mode = 0;
-                break;
-            }
-            st[j].samples = t->step_samples[st[j].number];
-        }
-    }
-    if (samples_mode) {
-        int64_t sum = 0;
-        for (int j = 0; j < n; j++)
-            sum += st[j].samples;
-        if (sum <= 0)
-            samples_mode = 0;
-    }
-    /* tally closes the step that is open at tally_stop: with sample counts, that last step
-     * has none (it was not ended by tally_step) and is not a batch; leave it out. */
-    int cut_last = 0;
-    if (samples_mode && n > 1 && st[n - 1].samples == 0) {
-        n--;
-        cut_last = 1;
-    }
+    int samples_mode = steps.with_samples;
 
     /* Dataloader ranges cut to each step; the union per step is its reader cost. */
     int any_reader = 0;
@@ -141,16 +95,7 @@ tl_table *tl_view_perf(const tl_trace *t, const tl_view_opts *o, tl_error *err)
         if (e->cat != TL_CAT_DATALOADER || e->dur <= 0)
             continue;
         int64_t s = e->ts, end = e->ts + e->dur;
-        /* first step ending after s */
-        int lo = 0, hi = n;
-        while (lo < hi) {
-            int mid = (lo + hi) / 2;
-            if (st[mid].e <= s)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        for (int j = lo; j < n && st[j].s < end; j++) {
+        for (int j = tl_steps_from(&steps, s); j < n && st[j].s < end; j++) {
             int64_t a = s > st[j].s ? s : st[j].s, b = end < st[j].e ? end : st[j].e;
             if (b > a) {
                 tl_ivset_add(&rd[j], a, b);
@@ -160,7 +105,7 @@ tl_table *tl_view_perf(const tl_trace *t, const tl_view_opts *o, tl_error *err)
     }
     for (int j = 0; j < n; j++) {
         tl_ivset_normalize(&rd[j]);
-        st[j].reader = tl_ivset_length(&rd[j]);
+        reader[j] = tl_ivset_length(&rd[j]);
     }
 
     int64_t batch_total = 0;
@@ -171,17 +116,19 @@ tl_table *tl_view_perf(const tl_trace *t, const tl_view_opts *o, tl_error *err)
     cost_row(tab, "batch_cost", v, n, batch_total);
     if (any_reader) {
         for (int j = 0; j < n; j++)
-            v[j] = st[j].reader;
+            v[j] = reader[j];
         cost_row(tab, "reader_cost", v, n, batch_total);
         int64_t reader_total = 0;
         for (int j = 0; j < n; j++)
-            reader_total += st[j].reader;
+            reader_total += reader[j];
         tl_table_note(tab, "Reader Ratio: %.3f%% (reader time / step time)",
                       batch_total > 0 ? 100.0 * (double)reader_total / (double)batch_total : 0.0);
     }
-    if (cut_last)
-        tl_table_note(tab, "The last step, closed by the end of profiling rather than by "
-                           "tally_step, is left out.");
+    if (steps.left_out)
+        tl_table_note(tab,
+                      "%d step(s) closed by the end of profiling (tally_stop, the end of the "
+                      "trace) rather than by the program are not steps and are left out.",
+                      steps.left_out);
     tl_table_note(tab, "batch_cost = step duration; reader_cost = time in Dataloader ranges "
                        "within the step; every step counts once.");
 
@@ -217,19 +164,21 @@ tl_table *tl_view_perf(const tl_trace *t, const tl_view_opts *o, tl_error *err)
     tl_table_note(ips, "Avg = all %s / all step time; Max/Min = per-step rates.",
                   samples_mode ? "samples" : "steps");
 done:
-    for (int j = 0; j < n_all; j++)
+    for (int j = 0; j < n; j++)
         tl_ivset_free(&rd[j]);
     free(rd);
-    free(st);
+    free(reader);
     free(v);
+    tl_steps_free(&steps);
     return tab;
 oom:
     if (rd)
-        for (int j = 0; j < n_all; j++)
+        for (int j = 0; j < n; j++)
             tl_ivset_free(&rd[j]);
     free(rd);
-    free(st);
+    free(reader);
     free(v);
+    tl_steps_free(&steps);
     tl_table_free(tab);
     tl_error_setc(err, TL_ERR_NOMEM, "perf: out of memory");
     return NULL;

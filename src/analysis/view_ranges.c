@@ -7,6 +7,7 @@
  * profiled window. With thread_sep the rows are grouped per thread, each group sorted and cut
  * on its own; a "Thread" column says which.
  */
+#include "analysis/steps.h"
 #include "analysis/views.h"
 
 #include <stdlib.h>
@@ -35,7 +36,13 @@ tl_table *tl_view_ranges(const tl_trace *t, const tl_view_opts *o, tl_error *err
 {
     int sep = o && o->thread_sep;
     tl_window w;
-    tl_profiled_window(t, &w);
+    tl_steps steps;
+    if (tl_steps_load(t, &steps) != 0) {
+        tl_error_setc(err, TL_ERR_NOMEM, "ranges: out of memory");
+        return NULL;
+    }
+    tl_steps_window(&steps, &w);
+    tl_steps_free(&steps);
     /* Without thread_sep the Thread column is left out: columns from R_NAME on. */
     tl_table *tab = tl_table_new("UserDefined Summary", "ranges", sep ? cols : cols + R_NAME,
                                  sep ? R_NCOLS : R_NCOLS - R_NAME);

@@ -45,6 +45,12 @@ tl_table *tl_view_ranges(const tl_trace *t, const tl_view_opts *o, tl_error *err
  * view_perf.c */
 tl_table *tl_view_perf(const tl_trace *t, const tl_view_opts *o, tl_error *err);
 
+/* Step-time breakdown of TensorBoard's PyTorch profiler plugin: per step and on average,
+ * Kernel, Memcpy, Memset, (Communication), Runtime, DataLoader, CPU Exec, Other, each moment
+ * of a step in one category by priority; steps extended to the device work they launched.
+ * view_breakdown.c */
+tl_table *tl_view_breakdown(const tl_trace *t, const tl_view_opts *o, tl_error *err);
+
 /* ---- views reserved for other helpers (each in its own file) ----------------------------- */
 
 /* Device summary: per device/stream utilization, kernel/copy time. view_device.c */

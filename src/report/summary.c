@@ -23,6 +23,7 @@ const tl_view_def tl_view_defs[] = {
     {"overview",    tl_view_overview,    0,               0,    1,      "time per event type (interval union), ratio to the step time"},
     {"model",       tl_view_model,       0,               0,    1,      "per step: Dataloader, Forward, Backward, Optimization, Other"},
     {"perf",        tl_view_perf,        0,               0,    1,      "step time, reader cost, throughput: avg/max/min"},
+    {"breakdown",   tl_view_breakdown,   0,               0,    0,      "per step: Kernel, Memcpy, Memset, Runtime, DataLoader, CPU Exec, Other (TensorBoard)"},
     {"gpu",         tl_view_gpu,         TL_NEEDS_DEVICE, 0,    0,      "per device over all streams: computation, communication, memcpy, exposed, idle"},
     {"distributed", tl_view_distributed, TL_NEEDS_DEVICE, 0,    0,      "communication vs computation and their overlap"},
     {"operator",    tl_view_operator,    0,               1,    0,      "host operators: calls, CPU total/self, GPU time of their kernels"},

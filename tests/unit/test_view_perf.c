@@ -38,15 +38,21 @@ TEST(perf_costs)
     tl_trace_free(&t);
 }
 
+/* The reader's sample counts of fx_training's three steps. */
+static void set_samples(tl_trace *t, int64_t s0, int64_t s1, int64_t s2)
+{
+    t->step_samples = malloc(3 * sizeof *t->step_samples);
+    t->step_samples[0] = s0;
+    t->step_samples[1] = s1;
+    t->step_samples[2] = s2;
+    t->nsteps_samples = 3;
+}
+
 TEST(perf_samples_throughput)
 {
     tl_trace t;
     fx_training(&t);
-    t.step_samples = malloc(3 * sizeof *t.step_samples);
-    t.step_samples[0] = 32;
-    t.step_samples[1] = 32;
-    t.step_samples[2] = 16;
-    t.nsteps_samples = 3;
+    set_samples(&t, 32, 32, 16);
     t.samples_unit = tl_intern(&t.strings, "tokens", 6);
     tl_table *tab = tl_view_perf(&t, NULL, NULL);
     const tl_table *ips = tab ? tab->next : NULL;
@@ -62,16 +68,16 @@ TEST(perf_samples_throughput)
     tl_trace_free(&t);
 }
 
-/* The step tally closes at tally_stop has no sample count: it is not a batch. */
+/* The step tally closes at tally_stop (flagged unclosed by the reader, and without a sample
+ * count) is no step (steps.h): not a batch, not in the throughput. */
 TEST(perf_drops_the_step_closed_by_stop)
 {
     tl_trace t;
     fx_training(&t);
-    t.step_samples = malloc(3 * sizeof *t.step_samples);
-    t.step_samples[0] = 32;
-    t.step_samples[1] = 32;
-    t.step_samples[2] = 0;
-    t.nsteps_samples = 3;
+    for (size_t i = 0; i < t.nev; i++)
+        if (t.ev[i].cat == TL_CAT_STEP && t.ev[i].value == 2)
+            t.ev[i].flags |= TL_EV_UNCLOSED;
+    set_samples(&t, 32, 32, 0);
     tl_table *tab = tl_view_perf(&t, NULL, NULL);
     CHECK(tab != NULL);
     if (tab) {
@@ -81,6 +87,25 @@ TEST(perf_drops_the_step_closed_by_stop)
         CHECK_EQ_INT(fx_time(tab, "reader_cost", "total_us"), MS(40));
         CHECK_NEAR(fx_cell(tab->next, 0, "avg")->d, 64 / 0.22, 1e-6);
         CHECK_NEAR(fx_cell(tab->next, 0, "min")->d, 32 / 0.12, 1e-6);
+    }
+    tl_table_free(tab);
+    tl_trace_free(&t);
+}
+
+/* A step the program closed with tally_step(0) among steps with samples is a step: counted,
+ * with a rate of 0. */
+TEST(perf_keeps_a_step_closed_with_no_samples)
+{
+    tl_trace t;
+    fx_training(&t);
+    set_samples(&t, 32, 32, 0);
+    tl_table *tab = tl_view_perf(&t, NULL, NULL);
+    CHECK(tab != NULL);
+    if (tab) {
+        CHECK_EQ_INT(fx_cell(tab, 0, "steps")->i, 3);
+        CHECK_EQ_INT(fx_time(tab, "batch_cost", "total_us"), MS(300));
+        CHECK_NEAR(fx_cell(tab->next, 0, "avg")->d, 64 / 0.3, 1e-6);
+        CHECK_NEAR(fx_cell(tab->next, 0, "min")->d, 0.0, 1e-9);
     }
     tl_table_free(tab);
     tl_trace_free(&t);
@@ -122,6 +147,7 @@ int main(void)
     RUN(perf_costs);
     RUN(perf_samples_throughput);
     RUN(perf_drops_the_step_closed_by_stop);
+    RUN(perf_keeps_a_step_closed_with_no_samples);
     RUN(perf_without_steps);
     RUN(perf_without_reader);
     return test_summary();

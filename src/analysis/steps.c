@@ -1,0 +1,165 @@
+/*
+ * steps.c — the one definition of the steps of a trace (see steps.h for the rule).
+ *
+ * Sample counts come from the .tally reader (t->step_samples): one per step span it kept, in
+ * the order of step numbers. They are matched to the steps by number, so a step left out here
+ * (the one tally_stop closed, which has no count) takes no other step's count.
+ */
+#include "analysis/steps.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int step_cmp(const void *a, const void *b)
+{
+    const tl_step *x = a, *y = b;
+    if (x->s != y->s)
+        return (x->s > y->s) - (x->s < y->s);
+    return (x->number > y->number) - (x->number < y->number);
+}
+
+static int i64_cmp(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int is_step(const tl_event *e)
+{
+    return e->dur > 0 && !(e->flags & TL_EV_UNCLOSED);
+}
+
+/* The sample count of step number num: t->step_samples is one count per step span of the
+ * trace, in number order (nums: those numbers, sorted). */
+static int64_t samples_of(const tl_trace *t, const int64_t *nums, size_t nnums, int64_t num)
+{
+    const int64_t *hit = bsearch(&num, nums, nnums, sizeof *nums, i64_cmp);
+    return hit ? t->step_samples[hit - nums] : 0;
+}
+
+int tl_steps_load(const tl_trace *t, tl_steps *out)
+{
+    memset(out, 0, sizeof *out);
+    size_t spans = 0, n = 0;
+    for (size_t i = 0; i < t->nev; i++) {
+        if (t->ev[i].cat != TL_CAT_STEP)
+            continue;
+        spans++;
+        n += is_step(&t->ev[i]);
+    }
+    out->v = calloc(n ? n : 1, sizeof *out->v);
+    if (!out->v)
+        return -1;
+    if (n == 0) {
+        out->left_out = (int)spans;
+        if (t->nev == 0)
+            return 0;
+        out->pseudo = 1;
+        out->n = 1;
+        tl_trace_span(t, &out->v[0].s, &out->v[0].e);
+        out->v[0].ev = TL_NONE;
+        out->total = out->v[0].e - out->v[0].s;
+        return 0;
+    }
+    int64_t *nums = NULL;
+    if (t->nsteps_samples == spans) {
+        nums = malloc(spans * sizeof *nums);
+        if (!nums) {
+            tl_steps_free(out);
+            return -1;
+        }
+        size_t k = 0;
+        for (size_t i = 0; i < t->nev; i++)
+            if (t->ev[i].cat == TL_CAT_STEP)
+                nums[k++] = t->ev[i].value;
+        qsort(nums, spans, sizeof *nums, i64_cmp);
+    }
+    for (size_t i = 0; i < t->nev; i++) {
+        const tl_event *e = &t->ev[i];
+        if (e->cat != TL_CAT_STEP || !is_step(e))
+            continue;
+        tl_step *s = &out->v[out->n++];
+        s->s = e->ts;
+        s->e = e->ts + e->dur;
+        s->number = e->value;
+        s->name = e->name;
+        s->ev = (int32_t)i;
+        s->samples = nums ? samples_of(t, nums, spans, e->value) : 0;
+        out->total += e->dur;
+        if (s->samples > 0)
+            out->with_samples = 1;
+    }
+    free(nums);
+    out->left_out = (int)(spans - n);
+    qsort(out->v, n, sizeof *out->v, step_cmp);
+    return 0;
+}
+
+void tl_steps_free(tl_steps *st)
+{
+    free(st->v);
+    memset(st, 0, sizeof *st);
+}
+
+int64_t tl_steps_avg(const tl_steps *st)
+{
+    return st->n > 0 ? st->total / st->n : 0;
+}
+
+int tl_steps_from(const tl_steps *st, int64_t x)
+{
+    /* Steps are sorted by start; when they do not overlap their ends are sorted too. With
+     * overlapping steps (rare: steps on two threads) step back over any that still end after
+     * x. */
+    int lo = 0, hi = st->n;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (st->v[mid].e <= x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    while (lo > 0 && st->v[lo - 1].e > x)
+        lo--;
+    return lo;
+}
+
+int tl_steps_at(const tl_steps *st, int64_t x)
+{
+    int lo = 0, hi = st->n;
+    while (lo < hi) { /* lo = first step starting after x */
+        int mid = (lo + hi) / 2;
+        if (st->v[mid].s <= x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (int k = lo - 1; k >= 0 && k >= lo - 4; k--)
+        if (x >= st->v[k].s && x < st->v[k].e)
+            return k;
+    return -1;
+}
+
+void tl_steps_set(const tl_steps *st, tl_ivset *set)
+{
+    for (int k = 0; k < st->n; k++)
+        tl_ivset_add(set, st->v[k].s, st->v[k].e);
+    tl_ivset_normalize(set);
+}
+
+void tl_steps_window(const tl_steps *st, tl_window *w)
+{
+    memset(w, 0, sizeof *w);
+    if (st->n == 0)
+        return;
+    w->nsteps = st->pseudo ? 0 : st->n;
+    w->t0 = st->v[0].s;
+    w->t1 = st->v[0].e;
+    for (int k = 1; k < st->n; k++)
+        if (st->v[k].e > w->t1)
+            w->t1 = st->v[k].e;
+    tl_ivset set = {0};
+    tl_steps_set(st, &set);
+    w->total = tl_ivset_length(&set);
+    tl_ivset_free(&set);
+}
