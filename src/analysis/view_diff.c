@@ -525,21 +525,21 @@ oom:
 
 /* A view diff compares. Joined views (steps == NULL): their rows joined by name on a metric,
  * the first of metric_gpu / metric_cpu that both traces' tables have, shown with the column
- * also_gpu / also_cpu beside it. Step-breakdown views: every table of the view whose key
- * starts with steps (rows = steps, columns = parts of a step), compared per part. */
+ * also_gpu / also_cpu beside it. Step-breakdown views: the tables of the view whose keys are
+ * listed in steps (rows = steps, columns = parts of a step), compared per part. */
 typedef struct diff_view {
     const char *name;
     const char *title;
     tl_view_fn fn;
     const char *metric_gpu, *also_gpu; /* when either trace has device events */
     const char *metric_cpu, *also_cpu; /* else, and when a trace lacks the GPU metric */
-    const char *steps;                 /* step breakdown: key prefix of the per-step tables */
+    const char *steps;                 /* step breakdown: keys of the per-step tables, "a,b" */
 } diff_view;
 
 /* The views diff knows, in print order. A step breakdown is one line: {name, NULL, view, NULL,
- * NULL, NULL, NULL, "key prefix of its per-step table"}. */
+ * NULL, NULL, NULL, "key of its per-step table"}. */
 static const diff_view diff_views[] = {
-    {"model", NULL, tl_view_model, NULL, NULL, NULL, NULL, "model_steps"},
+    {"model", NULL, tl_view_model, NULL, NULL, NULL, NULL, "model_steps,model_steps_gpu"},
     {"ops", "Ops Diff", tl_view_ops, "cuda_total_us", "self_cuda_us", "cpu_total_us", "self_cpu_us",
      NULL},
     {"kernel", "Kernel Diff", tl_view_kernel, "total_us", NULL, "total_us", NULL, NULL},
@@ -631,9 +631,8 @@ int tl_diff_check_views(const char *views, tl_error *err)
 static int diff_steps(const diff_view *v, const tl_table *ta, const tl_table *tb, tl_table ***tail,
                       tl_error *err)
 {
-    size_t pl = strlen(v->steps);
     for (const tl_table *x = ta; x; x = x->next) {
-        if (strncmp(x->key, v->steps, pl) != 0)
+        if (!listed(v->steps, x->key))
             continue;
         const tl_table *y = tb;
         while (y && strcmp(y->key, x->key) != 0)
