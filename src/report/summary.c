@@ -76,6 +76,7 @@ int tl_trace_warnings(const tl_trace *t, void (*fn)(const char *line, void *arg)
         {t->dropped, "records dropped at the memory cap: the trace is incomplete"},
         {t->bad_pops, "pops without a matching push"},
         {t->bad_ends, "range ends with an unknown, stale or foreign handle"},
+        {t->unmatched_ends, "'E' events without a 'B' open on their thread: ignored"},
         {t->calls_outside, "calls made outside a session (before start or after stop)"},
         {open, "ranges never closed (still open when recording ended; drawn to the end of the "
                "trace)"},

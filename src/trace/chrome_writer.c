@@ -14,6 +14,7 @@
  * has no model, writes every event the way the model's writer below does.
  */
 #include "trace/chrome_json.h"
+#include "trace/checked.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -89,10 +90,10 @@ static inline void jw_i64(jw *w, int64_t v)
     }
 }
 
-/* ns - base, wrapping rather than overflowing on the timestamps of a damaged file */
+/* ns - base (saturated: a model not made by a reader can hold any times) */
 static inline int64_t since(int64_t ns, int64_t base)
 {
-    return (int64_t)((uint64_t)ns - (uint64_t)base);
+    return tl_sub_sat(ns, base);
 }
 
 /* ns as microseconds with three decimals: 1500 -> "1.500". Integer math only. */
@@ -500,7 +501,7 @@ void tl_json_header(jw *w, const tl_trace *t, int64_t base)
         LIT(w, "},\n");
     }
     LIT(w, "\"displayTimeUnit\":\"ms\",\n\"baseTimeNanoseconds\":");
-    jw_i64(w, (int64_t)((uint64_t)base + (uint64_t)t->wall_offset)); /* wraps, as since() */
+    jw_i64(w, tl_add_sat(base, t->wall_offset)); /* a file can hold any offset */
     LIT(w, ",\n\"traceEvents\":[\n");
 }
 

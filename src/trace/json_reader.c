@@ -14,6 +14,7 @@
  * Lines are not counted while reading (that was 3% of the time): on an error, the part of the
  * input already dropped from the buffer is read again to count them.
  */
+#include "trace/checked.h"
 #include "trace/model.h"
 
 #include <errno.h>
@@ -342,6 +343,34 @@ static inline size_t string_end(const char *b, size_t i, size_t len, int *esc)
     }
 }
 
+static inline int is_hex(char c)
+{
+    return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'f');
+}
+
+/* Every escape of s is one JSON allows, also in strings the reader skips (few strings have
+ * escapes: this runs only for those). */
+static void check_escapes(jr *r, jstr s)
+{
+    for (uint32_t i = 0; i < s.len; i++) {
+        if (s.p[i] != '\\')
+            continue;
+        size_t at = ++i; /* the escape's letter */
+        char e = s.p[i];
+        int ok = e == '"' || e == '\\' || e == '/' || e == 'b' || e == 'f' || e == 'n' ||
+                 e == 'r' || e == 't';
+        if (e == 'u') {
+            ok = i + 4 < s.len && is_hex(s.p[i + 1]) && is_hex(s.p[i + 2]) && is_hex(s.p[i + 3]) &&
+                 is_hex(s.p[i + 4]);
+            i += 4;
+        }
+        if (!ok) {
+            r->pos = (size_t)(s.p - r->buf) + at;
+            fail(r, "a valid escape (\\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX)");
+        }
+    }
+}
+
 /* A string; r->pos at the opening quote. */
 static jstr lex_string(jr *r)
 {
@@ -358,6 +387,8 @@ static jstr lex_string(jr *r)
     s.len = (uint32_t)(e - r->pos - 1);
     s.esc = (uint32_t)esc;
     r->pos = e + 1;
+    if (esc)
+        check_escapes(r, s);
     return s;
 }
 
@@ -540,27 +571,6 @@ static int valid_number(jstr s)
     return i == s.len;
 }
 
-/* Times are kept within +-TIME_MAX ns (146 years), so that an end (ts + dur) and a difference
- * of two times always fit in an int64. */
-#define TIME_MAX ((INT64_C(1) << 62) - 1)
-
-/* d truncated to an int64, saturating; NaN -> 0. */
-static int64_t d_to_i64(double d)
-{
-    if (d != d)
-        return 0;
-    if (d >= 0x1p63)
-        return INT64_MAX;
-    if (d <= -0x1p63)
-        return INT64_MIN;
-    return (int64_t)d;
-}
-
-static int64_t clamp_time(int64_t v)
-{
-    return v > TIME_MAX ? TIME_MAX : v < -TIME_MAX ? -TIME_MAX : v;
-}
-
 /* The number token s through strtod (exponents, or too many digits for an int64). */
 static double token_double(jstr s)
 {
@@ -572,7 +582,7 @@ static double token_double(jstr s)
 }
 
 /* A number in microseconds -> int64 ns, exactly for plain decimals (no double rounding),
- * clamped to +-TIME_MAX. */
+ * clamped to +-TL_TIME_MAX. */
 static int64_t us_to_ns(jstr s)
 {
     size_t i = 0;
@@ -583,7 +593,7 @@ static int64_t us_to_ns(jstr s)
     }
     int64_t ip = 0;
     while (i < s.len && s.p[i] >= '0' && s.p[i] <= '9') {
-        if (ip > TIME_MAX / 10000)
+        if (ip > TL_TIME_MAX / 10000)
             big = 1;
         else
             ip = ip * 10 + (s.p[i] - '0');
@@ -607,7 +617,7 @@ static int64_t us_to_ns(jstr s)
     }
     if (i < s.len || big) { /* exponent, or too large: fall back to double */
         double d = token_double(s) * 1000.0;
-        return clamp_time(d_to_i64(d < 0 ? d - 0.5 : d + 0.5));
+        return tl_clamp_time(tl_d_to_i64(d < 0 ? d - 0.5 : d + 0.5));
     }
     int64_t v = ip * 1000;
     if (nd == 1)
@@ -616,7 +626,7 @@ static int64_t us_to_ns(jstr s)
         v += frac * 10;
     else if (nd >= 3)
         v += frac;
-    return clamp_time(neg ? -v : v);
+    return tl_clamp_time(neg ? -v : v);
 }
 
 /* A number -> int64, truncated and saturating. */
@@ -637,7 +647,7 @@ static int64_t to_int(jstr s)
         i++;
     }
     if (i < s.len || big)
-        return d_to_i64(token_double(s));
+        return tl_d_to_i64(token_double(s));
     return neg ? -v : v;
 }
 
@@ -688,42 +698,12 @@ static jstr scan_number(jr *r, const char *expected, int *ok)
     return t;
 }
 
-/* Skip one value of any type. */
-static void skip_value(jr *r)
+/* Skip a string, number, true, false or null, checking it. */
+static void skip_scalar(jr *r, char c)
 {
-    char c = peek(r, "a value");
     if (c == '"') {
         lex_string(r);
         return;
-    }
-    if (c == '{' || c == '[') {
-        /* byte by byte: inside Kineto's arrays ("Input Dims": [[2048, 1], [], []]) every
-         * other byte is structure, too dense for scanning 16 bytes at a time */
-        int depth = 0, esc = 0;
-        const char *b = r->buf;
-        size_t i = r->pos, len = r->len;
-        for (;;) {
-            if (i >= len)
-                need_more(r, c == '{' ? "'}'" : "']'");
-            char d = b[i];
-            if (d == '"') {
-                size_t e = string_end(b, i + 1, len, &esc);
-                r->pos = i;
-                if (e >= len)
-                    need_more(r, "'\"' closing the string");
-                i = r->pos = e + 1;
-                continue;
-            }
-            if (d == '{' || d == '[')
-                depth++;
-            else if (d == '}' || d == ']') {
-                if (--depth == 0) {
-                    r->pos = i + 1;
-                    return;
-                }
-            }
-            i++;
-        }
     }
     if (c == '-' || is_digit(c)) {
         int ok;
@@ -734,9 +714,63 @@ static void skip_value(jr *r)
         return;
     }
     jstr t = lex_token(r, "a value");
-    if (!(EQ(t, "true") || EQ(t, "false") || EQ(t, "null") || valid_number(t))) {
+    if (!(EQ(t, "true") || EQ(t, "false") || EQ(t, "null"))) {
         r->pos -= t.len;
         fail(r, "a value (string, number, object, array, true, false or null)");
+    }
+}
+
+/* Deepest nesting of objects and arrays a skipped value may have. */
+#define SKIP_DEPTH 4096
+
+/* Skip one value of any type, checking that it is JSON: what the reader does not use is still
+ * part of the document, and a document that is not JSON is an error wherever the fault is.
+ * What is open is a stack of bits (1: an object), so that nesting costs no C stack. */
+static void skip_value(jr *r)
+{
+    uint64_t obj[SKIP_DEPTH / 64];
+    size_t depth = 0;
+    for (;;) {
+        char c = peek(r, "a value");
+        if (c != '{' && c != '[') {
+            skip_scalar(r, c);
+        } else {
+            if (depth == SKIP_DEPTH)
+                fail(r, "objects and arrays nested less than 4096 deep");
+            r->pos++;
+            uint64_t bit = UINT64_C(1) << (depth % 64);
+            obj[depth / 64] = c == '{' ? obj[depth / 64] | bit : obj[depth / 64] & ~bit;
+            depth++;
+            char d = peek(r, c == '{' ? "a key or '}'" : "a value or ']'");
+            if (d != (c == '{' ? '}' : ']')) {
+                if (c == '{') {
+                    lex_string(r);
+                    expect(r, ':', "':' after a key");
+                }
+                continue; /* to the first member's value */
+            }
+            r->pos++;
+            depth--;
+        }
+        /* after a value: close what ends here, or go on to the next member */
+        for (;;) {
+            if (!depth)
+                return;
+            int is_obj = (obj[(depth - 1) / 64] >> ((depth - 1) % 64)) & 1;
+            char d = peek(r, is_obj ? "',' or '}'" : "',' or ']'");
+            if (d == ',') {
+                r->pos++;
+                if (is_obj) {
+                    lex_string(r);
+                    expect(r, ':', "':' after a key");
+                }
+                break;
+            }
+            if (d != (is_obj ? '}' : ']'))
+                fail(r, is_obj ? "',' or '}' in an object" : "',' or ']' in an array");
+            r->pos++;
+            depth--;
+        }
     }
 }
 
@@ -1466,6 +1500,8 @@ static void commit_event(jr *r, raw_event *ev)
             b->dur = ev->ts - b->ts;
             if (b->dur < 0)
                 b->dur = 0;
+        } else {
+            t->unmatched_ends++;
         }
         return;
     case 'X':
@@ -1502,7 +1538,7 @@ static void commit_event(jr *r, raw_event *ev)
                 e->name = tl_intern(&t->strings, r->scratch + n0, r->scratch_n - n0);
             }
             double v = ev->cval[k] * 1000.0;
-            e->value = d_to_i64(v < 0 ? v - 0.5 : v + 0.5);
+            e->value = tl_d_to_i64(v < 0 ? v - 0.5 : v + 0.5);
         }
         return;
     }
@@ -1510,9 +1546,7 @@ static void commit_event(jr *r, raw_event *ev)
     mark_used(r, track);
     tl_event *e = add_event(r);
     e->ts = ev->ts;
-    e->dur = ph == 'X' && ev->have_dur && ev->dur > 0 ? ev->dur : 0;
-    if (e->dur > TIME_MAX - e->ts)
-        e->dur = TIME_MAX - e->ts; /* ends within the time range too */
+    e->dur = ph == 'X' && ev->have_dur ? tl_clamp_dur(e->ts, ev->dur) : 0;
     e->cat = (uint16_t)cat;
     e->track = track;
     e->corr = ev->corr;

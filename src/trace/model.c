@@ -9,6 +9,7 @@
  * 4-million-event trace needs 16 MB of indices rather than a second copy of its events.
  */
 #include "trace/model.h"
+#include "trace/checked.h"
 #include "trace/natsort.h"
 #include "trace/u64map.h"
 
@@ -508,8 +509,9 @@ void tl_trace_span(const tl_trace *t, int64_t *t0, int64_t *t1)
             continue;
         if (e->ts < a)
             a = e->ts;
-        if (e->ts + e->dur > b)
-            b = e->ts + e->dur;
+        int64_t end = tl_add_sat(e->ts, e->dur);
+        if (end > b)
+            b = end;
     }
     if (a > b)
         a = b = 0;
@@ -694,12 +696,12 @@ static int compute_nesting(tl_trace *t)
         }
         if (t->tracks[e->track].kind != TL_TRACK_THREAD || !nests(e))
             continue;
-        int64_t end = e->ts + e->dur;
+        int64_t end = tl_add_sat(e->ts, e->dur);
         /* Pop spans that end before this one starts, and spans this one is not inside of
          * (a partial overlap is not nesting). */
         while (top) {
             const tl_event *p = &t->ev[stack[top - 1]];
-            int64_t pend = p->ts + p->dur;
+            int64_t pend = tl_add_sat(p->ts, p->dur);
             int inside =
                 e->dur > 0 ? (e->ts >= p->ts && end <= pend) : (e->ts >= p->ts && e->ts < pend);
             if (inside)

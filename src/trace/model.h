@@ -4,7 +4,8 @@
  * A trace is a set of tracks (a host thread, or a device stream) and one array of events.
  * Events are fixed-size and hold only numbers: names and argument strings are ids into the
  * trace's string table, so that a 4-million-event Kineto trace takes ~250 MB of JSON on disk but
- * ~60 bytes per event here. Times are int64 nanoseconds on one clock per trace.
+ * ~60 bytes per event here. Times are int64 nanoseconds on one clock per trace; the readers keep
+ * every start and end within +-TL_TIME_MAX (trace/checked.h), so differences of times fit.
  *
  * Readers append events in any order and call tl_trace_finish(), which sorts them by
  * (track, start, longer first) and computes what every view needs: nesting (parent, depth) of
@@ -210,9 +211,10 @@ typedef struct tl_trace {
      * and the parts of a .tally file that could not be read in full. An offset of 0 (the file
      * header) means none. */
     uint64_t open_ranges;
-    uint64_t cut_at;       /* the file ends inside the chunk at this offset */
-    uint64_t unwritten;    /* chunks the program never wrote in full (zeros where records go) */
-    uint64_t unwritten_at; /* offset of the first of them */
+    uint64_t unmatched_ends; /* JSON 'E' events with no open 'B' on their thread: ignored */
+    uint64_t cut_at;         /* the file ends inside the chunk at this offset */
+    uint64_t unwritten;      /* chunks the program never wrote in full (zeros where records go) */
+    uint64_t unwritten_at;   /* offset of the first of them */
     /* Records the program recorded but could not write (a full disk, a file-size limit), the
      * system error that stopped it, and the threads that dropped or lost records, worst first
      * (.tally traces; from the STATS and LOSSES chunks). */

@@ -17,6 +17,7 @@
  * naming the byte offset.
  */
 #include "trace/tally_decode.h"
+#include "trace/checked.h"
 #include "trace/grow_array.h"
 
 #include <errno.h>
@@ -83,18 +84,6 @@ static const unsigned char *at(tl_tally_dec *d, size_t off, size_t n)
     return d->buf;
 }
 
-/* x as an int64, saturated (NaN: 0): a damaged file can hold any clock rate or value. */
-static inline int64_t to_i64(double x)
-{
-    if (!(x == x))
-        return 0;
-    if (x >= 9.2e18)
-        return INT64_MAX;
-    if (x <= -9.2e18)
-        return INT64_MIN;
-    return (int64_t)x;
-}
-
 static inline int64_t to_ns(const tl_tally_dec *d, uint64_t ticks)
 {
     uint64_t ref = d->clk.kind == 1 ? d->clk.tsc0 : (uint64_t)d->clk.ns0;
@@ -105,9 +94,9 @@ static inline int64_t to_ns(const tl_tally_dec *d, uint64_t ticks)
     else if (dt < -(INT64_C(1) << 55))
         full += UINT64_C(1) << 56;
     if (d->clk.kind != 1)
-        return (int64_t)full;
-    int64_t dt_ns = to_i64((double)(int64_t)(full - d->clk.tsc0) * d->ns_per_tick);
-    return (int64_t)((uint64_t)d->clk.ns0 + (uint64_t)dt_ns); /* wraps in a damaged file */
+        return tl_clamp_time((int64_t)full);
+    int64_t dt_ns = tl_d_to_i64((double)(int64_t)(full - d->clk.tsc0) * d->ns_per_tick);
+    return tl_clamp_time(tl_add_sat(d->clk.ns0, dt_ns)); /* any value in a damaged file */
 }
 
 static inline uint16_t clamp_cat(uint32_t c)
@@ -164,7 +153,7 @@ static int read_meta(tl_tally_dec *d, const unsigned char *p, size_t len, size_t
             break;
         case TALLY__META_END_NS:
             if (vl >= 8) {
-                d->end_ns = i64;
+                d->end_ns = tl_clamp_time(i64);
                 d->have_end = 1;
             }
             break;
@@ -662,7 +651,7 @@ static int decode_run(tl_tally_dec *d, const tl_tally_sink *s, const tl_tally_ru
                 if (type == TALLY__R_COUNTER && have_value) {
                     double v;
                     memcpy(&v, &pend_value, 8);
-                    ev.e.value = to_i64(v * 1000.0);
+                    ev.e.value = tl_d_to_i64(v * 1000.0);
                 }
             }
             int64_t ref = emit(d, s, &ev);
@@ -772,6 +761,8 @@ static int decode_run(tl_tally_dec *d, const tl_tally_sink *s, const tl_tally_ru
             if ((uint64_t)dv.name_len + dv.args_len > (slots - 1) * 16 - sizeof dv)
                 return fail(d, roff, "expected the device event's name inside its record");
             uint32_t tr = tl_trace_track(t, TL_TRACK_STREAM, t->pid, dv.stream, dv.device);
+            dv.start = tl_clamp_time(dv.start); /* device times are ns already */
+            dv.end = tl_clamp_time(dv.end);
             ev_init(&ev, tr, dv.start, clamp_cat(dv.cat));
             ev.e.name = TL_TALLY_TEXT;
             ev.name = pl + sizeof dv;
@@ -801,6 +792,8 @@ static int decode_run(tl_tally_dec *d, const tl_tally_sink *s, const tl_tally_ru
             memcpy(&a, pl, sizeof a);
             if (a.name_len > (slots - 1) * 16 - sizeof a)
                 return fail(d, roff, "expected the API event's name inside its record");
+            a.start = tl_clamp_time(a.start); /* API times are ns already */
+            a.end = tl_clamp_time(a.end);
             uint32_t tr = tl_trace_track(t, TL_TRACK_THREAD, t->pid, a.tid, -1);
             ev_init(&ev, tr, a.start, clamp_cat(a.cat));
             ev.e.name = TL_TALLY_TEXT;

@@ -29,6 +29,7 @@
  */
 #include "trace/tally_export.h"
 #include "trace/chrome_json.h"
+#include "trace/checked.h"
 #include "trace/grow_array.h"
 #include "trace/tally_decode.h"
 
@@ -201,10 +202,12 @@ static int done(stream *s, const tl_event *e, int64_t order, const char *name, s
     if (s->pass == 1) {
         if (e->cat == TL_CAT_STEP) {
             s->step_t0 = e->ts < s->step_t0 ? e->ts : s->step_t0;
-            s->step_t1 = e->ts + e->dur > s->step_t1 ? e->ts + e->dur : s->step_t1;
+            int64_t end = tl_add_sat(e->ts, e->dur);
+            s->step_t1 = end > s->step_t1 ? end : s->step_t1;
         } else if (e->cat != TL_CAT_COUNTER) {
+            int64_t end = tl_add_sat(e->ts, e->dur);
             s->t0 = e->ts < s->t0 ? e->ts : s->t0;
-            s->t1 = e->ts + e->dur > s->t1 ? e->ts + e->dur : s->t1;
+            s->t1 = end > s->t1 ? end : s->t1;
         }
         return is_call(e) || is_device_work(e) ? count_corr(s, e) : 0;
     }
