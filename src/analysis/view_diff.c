@@ -540,6 +540,7 @@ typedef struct diff_view {
  * NULL, NULL, NULL, "key of its per-step table"}. */
 static const diff_view diff_views[] = {
     {"model", NULL, tl_view_model, NULL, NULL, NULL, NULL, "model_steps,model_steps_gpu"},
+    {"breakdown", NULL, tl_view_breakdown, NULL, NULL, NULL, NULL, "breakdown"},
     {"ops", "Ops Diff", tl_view_ops, "cuda_total_us", "self_cuda_us", "cpu_total_us", "self_cpu_us",
      NULL},
     {"kernel", "Kernel Diff", tl_view_kernel, "total_us", NULL, "total_us", NULL, NULL},

@@ -25,7 +25,7 @@ struct diff_args {
 
 static const cli_option options[] = {
     CLI_OPTION("views", 0, CLI_STRING, views, "LIST",
-               "views to compare: model, ops, kernel, ranges (default: all four)"),
+               "views to compare: model, breakdown, ops, kernel, ranges (default: all five)"),
     CLI_OPTION("top", 0, CLI_COUNT, vo.top, "N",
                "rows per view, largest changes first (default 20, 0 = all)"),
     CLI_OPTION("metric", 0, CLI_STRING, vo.sort, "KEY",

@@ -69,6 +69,7 @@ static int render(FILE *f, const tl_trace *t, void *state, tl_error *err)
     struct report_args *a = state;
     a->ro.fmt = (tl_format)a->job.fmt;
     a->ro.unit = (tl_unit)a->job.unit;
+    a->ro.wide = a->job.wide;
     return tl_report_write(f, t, &a->ro, err);
 }
 

@@ -36,4 +36,11 @@ awk -v a="$before" -v b="$after" 'BEGIN { exit !(b < a) }' || fail "rmsnorm tota
   { cat "$work/model.csv" >&2; fail "no Forward row in the per-step breakdown"; }
 "$TALLY" diff "$a" "$b" --views model >"$work/model.txt"
 grep -q "Model per Step Diff" "$work/model.txt" || fail "no per-step table in text"
+# TensorBoard's breakdown, compared the same way: the demo is CPU work, so CPU Exec holds the step
+"$TALLY" diff "$a" "$b" --views breakdown --format csv >"$work/bd.csv" 2>"$work/err.txt" ||
+  { cat "$work/err.txt" >&2; fail "tally diff --views breakdown failed"; }
+bd_step=$(field breakdown_diff "Step Time" before_us "$work/bd.csv")
+bd_cpu=$(field breakdown_diff "CPU Exec" before_us "$work/bd.csv")
+awk -v s="$bd_step" -v c="$bd_cpu" 'BEGIN { exit !(c > 0 && c <= s) }' ||
+  { cat "$work/bd.csv" >&2; fail "breakdown: CPU Exec $bd_cpu of a $bd_step step"; }
 echo "diff_demo_fusion: ok (rmsnorm $before us -> $after us)"
