@@ -17,7 +17,14 @@
  * only, streams not merged). GPU Other = the step's kernel time minus its phases' kernel time.
  * Kernels whose launch is unknown belong to no step and are counted in a note.
  *
- * Without steps the whole trace is one pseudo-step.
+ * Steps are those of steps.h; without steps the whole trace is one pseudo-step.
+ *
+ * PyTorch's traces mark no phase; there the phases are PyTorch's own ranges (torch_phase):
+ * autograd's evaluate_function ranges (or, in PyTorch 1.x, the autograd nodes themselves) are
+ * Backward; module ranges (nn.Module: ..., DistributedDataParallel.forward) are Forward, and
+ * without them the step thread's top-level operators that end before the step's backward
+ * begins. The reader already files enumerate(DataLoader)# and Optimizer.step# ranges as
+ * Dataloader and Optimization.
  */
 #include "analysis/steps.h"
 #include "analysis/views.h"
@@ -45,6 +52,50 @@ static int phase_index(tl_cat c)
     }
 }
 
+static int has_prefix(const char *s, const char *p)
+{
+    return strncmp(s, p, strlen(p)) == 0;
+}
+
+/* An autograd node's name: "AddmmBackward0", "CudnnConvolutionBackward" (PyTorch 1.x). */
+static int is_autograd_node(const char *n)
+{
+    const char *b = strstr(n, "Backward");
+    if (!b || b == n)
+        return 0;
+    for (b += 8; *b; b++)
+        if (*b < '0' || *b > '9')
+            return 0;
+    return 1;
+}
+
+/* The phase PyTorch's own ranges stand for, or -1 (PyTorch marks no forward or backward range;
+ * see the top). Dataloader and Optimization come from the reader's categories. */
+static int torch_phase(const tl_trace *t, const tl_event *e)
+{
+    const char *n = tl_str(&t->strings, e->name);
+    switch ((tl_cat)e->cat) {
+    case TL_CAT_OPERATOR:
+    case TL_CAT_USER:
+        if (has_prefix(n, "autograd::engine::evaluate_function:") || is_autograd_node(n) ||
+            strcmp(n, "torch::autograd::AccumulateGrad") == 0)
+            return PH_BACKWARD;
+        if (strcmp(n, "DistributedDataParallel.forward") == 0 ||
+            strcmp(n, "DataParallel.forward") == 0)
+            return PH_FORWARD;
+        return -1;
+    case TL_CAT_PYTHON:
+        return has_prefix(n, "nn.Module: ") ? PH_FORWARD : -1;
+    default:
+        return -1;
+    }
+}
+
+static int is_torch(const tl_trace *t)
+{
+    return t->source == TL_SRC_KINETO || t->source == TL_SRC_TORCH_LEGACY;
+}
+
 typedef struct step {
     int64_t s, e;      /* [s, e) */
     uint32_t name;     /* string id; 0 for the pseudo-step */
@@ -58,8 +109,23 @@ typedef struct step {
  * launched. */
 typedef struct item {
     int32_t ev;
+    int32_t phase; /* PH_* */
     int64_t cpu, gpu;
 } item;
+
+static int add_item(item **it, size_t *nit, size_t *cap, int32_t ev, int phase)
+{
+    if (*nit == *cap) {
+        size_t nc = *cap ? *cap * 2 : 256;
+        item *ni = realloc(*it, nc * sizeof *ni);
+        if (!ni)
+            return -1;
+        *it = ni;
+        *cap = nc;
+    }
+    (*it)[(*nit)++] = (item){ev, phase, 0, 0};
+    return 0;
+}
 
 typedef struct phase_stat {
     int64_t calls, total, max, min;
@@ -179,7 +245,7 @@ tl_table *tl_view_model(const tl_trace *t, const tl_view_opts *o, tl_error *err)
     }
 
     /* Outermost phase ranges: events are sorted so that a parent precedes its children. */
-    int have_kernels = 0;
+    int have_kernels = 0, torch = is_torch(t), any_forward = 0;
     for (size_t i = 0; i < t->nev; i++) {
         const tl_event *e = &t->ev[i];
         outer[i] = -1;
@@ -189,17 +255,56 @@ tl_table *tl_view_model(const tl_trace *t, const tl_view_opts *o, tl_error *err)
             continue;
         if (e->parent != TL_NONE && e->parent < (int32_t)i && outer[e->parent] >= 0) {
             outer[i] = outer[e->parent];
-        } else if (phase_index((tl_cat)e->cat) >= 0 && e->dur > 0) {
-            if (nit == capit) {
-                capit = capit ? capit * 2 : 256;
-                item *ni = realloc(it, capit * sizeof *ni);
-                if (!ni)
-                    goto oom;
-                it = ni;
-            }
-            it[nit] = (item){(int32_t)i, 0, 0};
-            outer[i] = (int32_t)nit++;
+        } else if (e->dur > 0) {
+            int p = phase_index((tl_cat)e->cat);
+            if (p < 0 && torch)
+                p = torch_phase(t, e);
+            if (p < 0)
+                continue;
+            if (add_item(&it, &nit, &capit, (int32_t)i, p) != 0)
+                goto oom;
+            outer[i] = (int32_t)(nit - 1);
+            any_forward |= p == PH_FORWARD;
         }
+    }
+    /* PyTorch without module ranges: the forward is what the step's thread runs at its top level
+     * before the step's backward begins (the whole step when it has no backward). */
+    if (torch && !any_forward && !pseudo) {
+        int64_t *bwd = malloc((size_t)nst * sizeof *bwd);
+        if (!bwd)
+            goto oom;
+        for (int k = 0; k < nst; k++)
+            bwd[k] = st[k].e;
+        for (size_t q = 0; q < nit; q++) {
+            const tl_event *e = &t->ev[it[q].ev];
+            int k = tl_steps_at(&steps, e->ts);
+            if (it[q].phase == PH_BACKWARD && k >= 0 && e->ts < bwd[k])
+                bwd[k] = e->ts;
+        }
+        size_t nit0 = nit;
+        for (int k = 0; k < nst; k++) {
+            int32_t sev = steps.v[k].ev;
+            for (size_t i = (size_t)sev + 1;
+                 i < t->nev && t->ev[i].track == t->ev[sev].track && t->ev[i].ts < st[k].e; i++) {
+                const tl_event *e = &t->ev[i];
+                if (e->parent != sev || outer[i] >= 0 || e->dur <= 0 ||
+                    (e->cat != TL_CAT_OPERATOR && e->cat != TL_CAT_USER) || e->ts + e->dur > bwd[k])
+                    continue;
+                if (add_item(&it, &nit, &capit, (int32_t)i, PH_FORWARD) != 0) {
+                    free(bwd);
+                    goto oom;
+                }
+                outer[i] = (int32_t)(nit - 1);
+            }
+        }
+        free(bwd);
+        if (nit > nit0) /* what the new forward ranges hold belongs to them */
+            for (size_t i = 0; i < t->nev; i++) {
+                const tl_event *e = &t->ev[i];
+                if (outer[i] < 0 && e->parent != TL_NONE && e->parent < (int32_t)i &&
+                    outer[e->parent] >= 0 && !tl_cat_is_device((tl_cat)e->cat))
+                    outer[i] = outer[e->parent];
+            }
     }
 
     /* Cut each phase range at step boundaries. */
@@ -207,7 +312,7 @@ tl_table *tl_view_model(const tl_trace *t, const tl_view_opts *o, tl_error *err)
     memset(ps, 0, sizeof ps);
     for (size_t q = 0; q < nit; q++) {
         const tl_event *e = &t->ev[it[q].ev];
-        int p = phase_index((tl_cat)e->cat);
+        int p = it[q].phase;
         int64_t s = e->ts, end = e->ts + e->dur, in = 0;
         for (int k = tl_steps_from(&steps, s); k < nst; k++) {
             if (st[k].e <= s)
@@ -242,7 +347,7 @@ tl_table *tl_view_model(const tl_trace *t, const tl_view_opts *o, tl_error *err)
         st[k].gpu_all += e->dur;
         int32_t q = outer[e->link];
         if (q >= 0 && it[q].cpu > 0) {
-            st[k].gpu[phase_index((tl_cat)t->ev[it[q].ev].cat)] += e->dur;
+            st[k].gpu[it[q].phase] += e->dur;
             it[q].gpu += e->dur;
         }
     }
@@ -250,7 +355,7 @@ tl_table *tl_view_model(const tl_trace *t, const tl_view_opts *o, tl_error *err)
     for (size_t q = 0; q < nit && have_kernels; q++) {
         if (it[q].cpu <= 0)
             continue;
-        int p = phase_index((tl_cat)t->ev[it[q].ev].cat);
+        int p = it[q].phase;
         gcount[p]++;
         stat_add(&ps[p].gpu_total, &ps[p].gpu_max, &ps[p].gpu_min, gcount[p], it[q].gpu);
     }
