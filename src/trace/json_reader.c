@@ -2055,6 +2055,18 @@ int tl_read_json_mem(tl_trace *t, const char *data, size_t len, const char *name
 
 int tl_read_json(tl_trace *t, const char *path, int progress, tl_error *err)
 {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        tl_error_setc(err, TL_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    int rc = tl_read_json_fd(t, fd, path, progress, err);
+    close(fd);
+    return rc;
+}
+
+int tl_read_json_fd(tl_trace *t, int fd, const char *path, int progress, tl_error *err)
+{
     jr r;
     memset(&r, 0, sizeof r);
     r.t = t;
@@ -2062,11 +2074,7 @@ int tl_read_json(tl_trace *t, const char *path, int progress, tl_error *err)
     r.name = path;
     r.progress = progress;
     r.t_start = r.t_last = now_s();
-    r.fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (r.fd < 0) {
-        tl_error_setc(err, TL_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-        return -1;
-    }
+    r.fd = fd;
     unsigned char magic[2] = {0, 0};
     ssize_t m = pread(r.fd, magic, 2, 0);
     off_t size = lseek(r.fd, 0, SEEK_END);
@@ -2081,10 +2089,10 @@ int tl_read_json(tl_trace *t, const char *path, int progress, tl_error *err)
             json_size = u >= json_size ? u : json_size * 32;
         }
         int fd2 = dup(r.fd);
-        r.gz = gzdopen(fd2, "rb");
+        r.gz = fd2 >= 0 ? gzdopen(fd2, "rb") : NULL;
         if (!r.gz) {
-            close(fd2);
-            close(r.fd);
+            if (fd2 >= 0)
+                close(fd2);
             tl_error_setc(err, TL_ERR_IO, "%s: cannot open gzip stream", path);
             return -1;
         }
@@ -2101,7 +2109,6 @@ int tl_read_json(tl_trace *t, const char *path, int progress, tl_error *err)
         tl_error_setc(err, TL_ERR_NOMEM, "%s: out of memory", path);
         if (r.gz)
             gzclose(r.gz);
-        close(r.fd);
         return -1;
     }
     r.buf[0] = 0;
@@ -2112,7 +2119,6 @@ int tl_read_json(tl_trace *t, const char *path, int progress, tl_error *err)
         rc = finish(&r);
     if (r.gz)
         gzclose(r.gz);
-    close(r.fd);
     jr_free(&r);
     return rc;
 }

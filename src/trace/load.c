@@ -8,7 +8,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define SAME(a, b) ((int)(a) == (int)(b))
@@ -24,26 +27,99 @@ _Static_assert(SAME(TALLY__DEV_INSTANT, TL_EV_INSTANT) &&
 _Static_assert(SAME(TALLY__CAT_OVERHEAD, TL_CAT_OVERHEAD), "format.h categories follow tl_cat");
 #undef SAME
 
+/* Copy what is left of fd (a pipe) into an unlinked temporary file; returns it at offset 0,
+ * or -1 with err filled. */
+static int spool(int fd, const char *name, tl_error *err)
+{
+    const char *dir = getenv("TMPDIR");
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s/tally-input-XXXXXX", dir && *dir ? dir : "/tmp") >=
+        (int)sizeof tmp) {
+        tl_error_setc(err, TL_ERR_IO, "%s: TMPDIR is too long", name);
+        return -1;
+    }
+    int out = mkostemp(tmp, O_CLOEXEC);
+    if (out < 0) {
+        tl_error_setc(err, TL_ERR_IO, "%s: cannot make a temporary copy in %s: %s", name,
+                      dir && *dir ? dir : "/tmp", strerror(errno));
+        return -1;
+    }
+    unlink(tmp);
+    static char buf[1 << 16];
+    for (;;) {
+        ssize_t n = read(fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            tl_error_setc(err, TL_ERR_IO, "%s: cannot read: %s", name, strerror(errno));
+            close(out);
+            return -1;
+        }
+        if (n == 0)
+            break;
+        for (ssize_t w = 0; w < n;) {
+            ssize_t k = write(out, buf + w, (size_t)(n - w));
+            if (k < 0 && errno == EINTR)
+                continue;
+            if (k < 0) {
+                tl_error_setc(err, TL_ERR_IO, "%s: cannot make a temporary copy: %s", name,
+                              strerror(errno));
+                close(out);
+                return -1;
+            }
+            w += k;
+        }
+    }
+    return out;
+}
+
 int tl_load(tl_trace *t, const char *path, int progress, tl_error *err)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int is_stdin = strcmp(path, "-") == 0;
+    const char *name = is_stdin ? "<stdin>" : path;
+    int fd = is_stdin ? fcntl(0, F_DUPFD_CLOEXEC, 3) : open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-        tl_error_setc(err, TL_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        tl_error_setc(err, TL_ERR_IO, "%s: cannot open: %s", name, strerror(errno));
         return -1;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        tl_error_setc(err, TL_ERR_IO, "%s: cannot read: %s", name, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) { /* stdin, a pipe, <(...): the readers read their input twice */
+        int copy = spool(fd, name, err);
+        close(fd);
+        if (copy < 0)
+            return -1;
+        fd = copy;
     }
     char magic[8] = {0};
-    ssize_t n = read(fd, magic, sizeof magic);
+    ssize_t n = pread(fd, magic, sizeof magic, 0);
+    if (n <= 0) {
+        if (n < 0)
+            tl_error_setc(err, TL_ERR_IO, "%s: cannot read: %s", name, strerror(errno));
+        else
+            tl_error_set(err, "%s: the file is empty; expected a trace (.tally or JSON)", name);
+        close(fd);
+        return -1;
+    }
+    t->path = name;
+    int rc;
+    if (n == (ssize_t)sizeof magic && memcmp(magic, TALLY__MAGIC, sizeof magic) == 0) {
+        rc = tl_read_tally_fd(t, fd, name, err);
+    } else {
+        size_t nev = t->nev, nmem = t->nmem;
+        rc = tl_read_json_fd(t, fd, name, progress, err);
+        if (rc == 0 && t->nev == nev && t->nmem == nmem) {
+            tl_error_set(err,
+                         "%s: no trace events: expected a traceEvents array (or a bare array) "
+                         "with events tally reads (X, B/E, i, C)",
+                         name);
+            rc = -1;
+        }
+    }
     close(fd);
-    if (n < 0) {
-        tl_error_setc(err, TL_ERR_IO, "%s: cannot read: %s", path, strerror(errno));
-        return -1;
-    }
-    if (n == 0) {
-        tl_error_set(err, "%s: the file is empty; expected a trace (.tally or JSON)", path);
-        return -1;
-    }
-    t->path = path;
-    if (n == (ssize_t)sizeof magic && memcmp(magic, TALLY__MAGIC, sizeof magic) == 0)
-        return tl_read_tally(t, path, err);
-    return tl_read_json(t, path, progress, err);
+    return rc;
 }

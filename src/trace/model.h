@@ -334,7 +334,10 @@ void tl_error_setc(tl_error *e, tl_errcode code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* Read a trace of any supported format (.tally, Chrome/Kineto/Paddle JSON, .json.gz), choosing
- * the reader by content. Returns 0, or -1 with err filled. progress: print a progress line to
+ * the reader by content. path "-" is standard input; a pipe, a FIFO or a process substitution
+ * (/dev/fd/N) is read too (copied into an unlinked temporary file first: the readers read
+ * their input again, to tell its kind and to say where an error is). Returns 0, or -1 with err
+ * filled (a JSON document without trace events is an error). progress: print a progress line to
  * stderr for long reads. */
 int tl_load(tl_trace *t, const char *path, int progress, tl_error *err);
 
@@ -343,6 +346,9 @@ int tl_read_tally(tl_trace *t, const char *path, tl_error *err);
 int tl_read_tally_mem(tl_trace *t, const void *data, size_t len, const char *name, tl_error *err);
 int tl_read_json(tl_trace *t, const char *path, int progress, tl_error *err);
 int tl_read_json_mem(tl_trace *t, const char *data, size_t len, const char *name, tl_error *err);
+/* The same on an open regular file fd (not closed; read from offset 0), name for messages. */
+int tl_read_tally_fd(tl_trace *t, int fd, const char *name, tl_error *err);
+int tl_read_json_fd(tl_trace *t, int fd, const char *name, int progress, tl_error *err);
 
 /* Chrome trace JSON writer (PyTorch conventions); gzip when path ends in ".gz".
  * Returns 0, or -1 with err filled. */

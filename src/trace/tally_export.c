@@ -388,7 +388,13 @@ int tl_is_tally_file(const char *path)
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return 0;
-    ssize_t n = read(fd, magic, sizeof magic);
+    /* only a regular file can be read again after its magic: a pipe goes through tl_load */
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return 0;
+    }
+    ssize_t n = pread(fd, magic, sizeof magic, 0);
     close(fd);
     return n == (ssize_t)sizeof magic && memcmp(magic, TALLY__MAGIC, sizeof magic) == 0;
 }

@@ -181,25 +181,28 @@ int tl_read_tally(tl_trace *t, const char *path, tl_error *err)
         tl_error_setc(err, TL_ERR_IO, "%s: %s", path, strerror(errno));
         return -1;
     }
+    int rc = tl_read_tally_fd(t, fd, path, err);
+    close(fd);
+    return rc;
+}
+
+int tl_read_tally_fd(tl_trace *t, int fd, const char *name, tl_error *err)
+{
     struct stat st;
     if (fstat(fd, &st) != 0) {
-        tl_error_setc(err, TL_ERR_IO, "%s: %s", path, strerror(errno));
-        close(fd);
+        tl_error_setc(err, TL_ERR_IO, "%s: %s", name, strerror(errno));
         return -1;
     }
     size_t len = (size_t)st.st_size;
-    if (len == 0) {
-        close(fd);
-        return tl_read_tally_mem(t, "", 0, path, err);
-    }
+    if (len == 0)
+        return tl_read_tally_mem(t, "", 0, name, err);
     /* mapped: the model it builds is several times the file's size anyway */
     void *m = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
     if (m == MAP_FAILED) {
-        tl_error_setc(err, TL_ERR_IO, "%s: %s", path, strerror(errno));
+        tl_error_setc(err, TL_ERR_IO, "%s: %s", name, strerror(errno));
         return -1;
     }
-    int rc = tl_read_tally_mem(t, m, len, path, err);
+    int rc = tl_read_tally_mem(t, m, len, name, err);
     munmap(m, len);
     return rc;
 }

@@ -12,6 +12,9 @@
 #include "trace/tally_export.h"
 
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zlib.h>
 
 static tl_event *add(tl_trace *t, uint32_t track, int cat, int64_t ts, int64_t dur, int64_t corr)
 {
@@ -433,6 +436,130 @@ TEST(unmatched_end_events_are_counted_and_warned)
     tl_trace_free(&t);
 }
 
+/* ---- input that is not a regular file ---- */
+
+/* Start a child that writes data[len] into a pipe and exits; returns the read end. */
+static int pipe_from(const void *data, size_t len, pid_t *child)
+{
+    int fds[2];
+    if (pipe(fds) != 0)
+        return -1;
+    *child = fork();
+    if (*child == 0) {
+        close(fds[0]);
+        const char *p = data;
+        while (len) {
+            ssize_t k = write(fds[1], p, len);
+            if (k <= 0)
+                _exit(1);
+            p += k;
+            len -= (size_t)k;
+        }
+        _exit(0);
+    }
+    close(fds[1]);
+    return fds[0];
+}
+
+/* tl_load of path (with "%d" for the pipe's descriptor), reading data through a pipe; when path
+ * is "-" the pipe is standard input. Returns tl_load's result. */
+static int load_piped(tl_trace *t, const char *path, const void *data, size_t len, tl_error *err)
+{
+    pid_t child;
+    int fd = pipe_from(data, len, &child);
+    if (fd < 0)
+        return -2;
+    int rc, saved = -1;
+    if (!strcmp(path, "-")) {
+        saved = dup(0);
+        dup2(fd, 0);
+        rc = tl_load(t, "-", 0, err);
+        dup2(saved, 0);
+        close(saved);
+    } else {
+        char name[64];
+        snprintf(name, sizeof name, path, fd);
+        rc = tl_load(t, name, 0, err);
+    }
+    close(fd);
+    int status;
+    waitpid(child, &status, 0);
+    return rc;
+}
+
+static const char one_event[] = "{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\","
+                                "\"pid\":0,\"tid\":7,\"ts\":1,\"dur\":2,\"args\":{\"device\":0,"
+                                "\"stream\":7}}]}";
+
+/* gzip of data, in memory (zlib's gzip wrapper: windowBits 15 + 16). */
+static size_t gzip_mem(const void *data, size_t len, unsigned char *out, size_t cap)
+{
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+        return 0;
+    z.next_in = (unsigned char *)(uintptr_t)data;
+    z.avail_in = (uInt)len;
+    z.next_out = out;
+    z.avail_out = (uInt)cap;
+    int rc = deflate(&z, Z_FINISH);
+    size_t n = cap - z.avail_out;
+    deflateEnd(&z);
+    return rc == Z_STREAM_END ? n : 0;
+}
+
+TEST(stdin_pipes_and_process_substitution_read_json_gzip_and_tally)
+{
+    unsigned char gz[512];
+    size_t ngz = gzip_mem(one_event, sizeof one_event - 1, gz, sizeof gz);
+    CHECK(ngz > 18);
+    buf tb;
+    size_t ntb = crafted_tally(&tb);
+    const struct {
+        const void *data;
+        size_t len;
+        size_t nev;
+    } in[] = {{one_event, sizeof one_event - 1, 1}, {gz, ngz, 1}, {tb.b, ntb, 3}};
+    const char *paths[] = {"-", "/dev/fd/%d"};
+    for (size_t i = 0; i < sizeof in / sizeof *in; i++)
+        for (size_t k = 0; k < 2; k++) {
+            tl_trace t;
+            tl_trace_init(&t);
+            tl_error err = {{0}};
+            int rc = load_piped(&t, paths[k], in[i].data, in[i].len, &err);
+            if (rc != 0)
+                fprintf(stderr, "input %zu through %s: %s\n", i, paths[k], err.msg);
+            CHECK_EQ_INT(rc, 0);
+            CHECK_EQ_INT(t.nev, in[i].nev);
+            if (k == 0)
+                CHECK_STR(t.path, "<stdin>");
+            tl_trace_free(&t);
+        }
+}
+
+/* A JSON document that holds no event tally reads is an error, on one line, through tl_load. */
+TEST(json_without_trace_events_is_an_error)
+{
+    static const char *const docs[] = {"{}", "{\"traceEvents\":[]}", "[]",
+                                       "{\"traceEvents\":[{\"ph\":\"M\",\"name\":\"x\"}]}",
+                                       "{\"deviceProperties\":[]}"};
+    for (size_t i = 0; i < sizeof docs / sizeof *docs; i++) {
+        tl_trace t;
+        tl_trace_init(&t);
+        tl_error err = {{0}};
+        CHECK_EQ_INT(load_piped(&t, "-", docs[i], strlen(docs[i]), &err), -1);
+        CHECK(strncmp(err.msg, "<stdin>: no trace events", 24) == 0);
+        CHECK(!strchr(err.msg, '\n'));
+        tl_trace_free(&t);
+    }
+    tl_trace t;
+    tl_trace_init(&t);
+    tl_error err = {{0}};
+    CHECK_EQ_INT(load_piped(&t, "-", "", 0, &err), -1);
+    CHECK_STR(err.msg, "<stdin>: the file is empty; expected a trace (.tally or JSON)");
+    tl_trace_free(&t);
+}
+
 int main(void)
 {
     RUN(colliding_correlation_ids_link_each_kernel_to_its_call);
@@ -445,5 +572,7 @@ int main(void)
     RUN(invalid_json_inside_skipped_values_is_an_error);
     RUN(json_nested_too_deep_is_an_error);
     RUN(unmatched_end_events_are_counted_and_warned);
+    RUN(stdin_pipes_and_process_substitution_read_json_gzip_and_tally);
+    RUN(json_without_trace_events_is_an_error);
     return test_summary();
 }
