@@ -6,6 +6,7 @@
  * always lengths of normalized sets, so overlapping events are never counted twice.
  */
 #include "analysis/analysis.h"
+#include "analysis/steps.h"
 #include "trace/natsort.h"
 
 #include <stdlib.h>
@@ -182,45 +183,29 @@ void tl_ivset_free(tl_ivset *set)
 
 void tl_profiled_window(const tl_trace *t, tl_window *w)
 {
+    tl_steps st;
     memset(w, 0, sizeof *w);
-    tl_ivset steps = {0};
-    int64_t t0 = INT64_MAX, t1 = INT64_MIN;
-    for (size_t i = 0; i < t->nev; i++) {
-        const tl_event *e = &t->ev[i];
-        if (e->cat != TL_CAT_STEP || e->dur <= 0) /* a step that took no time bounds nothing */
-            continue;
-        w->nsteps++;
-        tl_ivset_add(&steps, e->ts, e->ts + e->dur);
-        if (e->ts < t0)
-            t0 = e->ts;
-        if (e->ts + e->dur > t1)
-            t1 = e->ts + e->dur;
-    }
-    if (w->nsteps) {
-        tl_ivset_normalize(&steps);
-        w->t0 = t0;
-        w->t1 = t1;
-        w->total = tl_ivset_length(&steps);
-    } else {
+    if (tl_steps_load(t, &st) == 0) {
+        tl_steps_window(&st, w);
+        tl_steps_free(&st);
+    } else { /* out of memory: the whole trace */
         tl_trace_span(t, &w->t0, &w->t1);
         w->total = w->t1 - w->t0;
     }
-    tl_ivset_free(&steps);
 }
 
 void tl_profiled_window_set(const tl_trace *t, tl_ivset *set)
 {
-    for (size_t i = 0; i < t->nev; i++) {
-        const tl_event *e = &t->ev[i];
-        if (e->cat == TL_CAT_STEP && e->dur > 0)
-            tl_ivset_add(set, e->ts, e->ts + e->dur);
-    }
-    if (!set->n) {
+    tl_steps st;
+    if (tl_steps_load(t, &st) == 0) {
+        tl_steps_set(&st, set);
+        tl_steps_free(&st);
+    } else {
         int64_t t0, t1;
         tl_trace_span(t, &t0, &t1);
         tl_ivset_add(set, t0, t1);
+        tl_ivset_normalize(set);
     }
-    tl_ivset_normalize(set);
 }
 
 void tl_sort_i64(int64_t *a, size_t n)

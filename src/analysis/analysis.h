@@ -45,8 +45,8 @@ typedef struct tl_window {
 } tl_window;
 
 void tl_profiled_window(const tl_trace *t, tl_window *w);
-/* The same window as an interval set (normalized): the steps that took time, or the span. Steps
- * with no duration are not steps here (nor in tl_profiled_window). */
+/* The same window as an interval set (normalized). Both take their steps from steps.h, the one
+ * definition of a step (a span that took time and that the program ended). */
 void tl_profiled_window_set(const tl_trace *t, tl_ivset *set);
 
 /* Sort n int64 ascending (a radix sort: the delays and durations views sort run to hundreds of

@@ -42,6 +42,17 @@ TEST(steps_leave_out_the_step_closed_by_stop)
     CHECK_EQ_INT(w.nsteps, 2);
     CHECK_EQ_INT(w.total, MS(220));
     CHECK_EQ_INT(w.t1, MS(220));
+    /* the profiled window every GPU view and the findings take their ratios against: the same
+     * two steps */
+    tl_window pw;
+    tl_profiled_window(&t, &pw);
+    CHECK_EQ_INT(pw.nsteps, 2);
+    CHECK_EQ_INT(pw.total, MS(220));
+    CHECK_EQ_INT(pw.t1, MS(220));
+    tl_ivset set = {0};
+    tl_profiled_window_set(&t, &set);
+    CHECK_EQ_INT(tl_ivset_length(&set), MS(220));
+    tl_ivset_free(&set);
     tl_steps_free(&st);
     tl_trace_free(&t);
 }
