@@ -129,12 +129,18 @@ static void add_row(tl_table *tab, const char *name, int indent, int64_t calls, 
 
 tl_table *tl_view_overview(const tl_trace *t, const tl_view_opts *o, tl_error *err)
 {
-    (void)o;
-    /* The window (steps.h): the steps, or the whole span; as a set too. */
+    /* The window (steps.h): the steps, or the whole span; as a set too. The GPU part follows
+     * --window and --linked-only (analysis.h's GPU scope), the host part the steps. */
     tl_steps steps;
     tl_window w;
     tl_ivset win = {0};
+    tl_gpu_scope sc;
+    if (tl_gpu_scope_init(t, o, &sc) != 0) {
+        tl_error_setc(err, TL_ERR_NOMEM, "overview: out of memory");
+        return NULL;
+    }
     if (tl_steps_load(t, &steps) != 0) {
+        tl_gpu_scope_free(&sc);
         tl_error_setc(err, TL_ERR_NOMEM, "overview: out of memory");
         return NULL;
     }
@@ -166,8 +172,7 @@ tl_table *tl_view_overview(const tl_trace *t, const tl_view_opts *o, tl_error *e
                                          : -1;
             if (d < 0)
                 continue;
-            int64_t launch = e->link != TL_NONE ? t->ev[e->link].ts : e->ts;
-            if (e->link != TL_NONE ? !ivset_has(&win, launch) : (s < w.t0 || s >= w.t1))
+            if (!tl_gpu_scope_counts(t, &sc, e))
                 continue;
             ndev_events++;
             tl_ivset_extend(&dev[d].iv, s, end);
@@ -262,11 +267,21 @@ tl_table *tl_view_overview(const tl_trace *t, const tl_view_opts *o, tl_error *e
                 continue;
             tl_ivset_normalize(&dev[d].iv);
             add_row(g, dnames[d], d == D_COMM ? 1 : 0, dev[d].calls, tl_ivset_length(&dev[d].iv),
-                    w.total);
+                    sc.all ? sc.total : w.total);
         }
-        tl_table_note(
-            g, "GPU time is the union over all streams and devices of the work "
-               "launched in the window; ratios are against the profiled window (host steps).");
+        if (sc.all)
+            tl_table_note(g,
+                          "GPU time is the union over all streams and devices of the work in "
+                          "the whole file%s; ratios are against the span of the trace.",
+                          sc.linked_only ? " whose launch is in it (--linked-only)" : "");
+        else
+            tl_table_note(g,
+                          "GPU time is the union over all streams and devices of the work "
+                          "launched in the window%s; ratios are against the profiled window "
+                          "(host steps).",
+                          sc.linked_only ? " (--linked-only: only work whose launch is in the "
+                                           "file)"
+                                         : "");
         if (dev[D_COMM].calls)
             tl_table_note(g, "Communication: NCCL/RCCL/oneCCL kernels, also counted in Kernel.");
     }
@@ -277,6 +292,7 @@ tl_table *tl_view_overview(const tl_trace *t, const tl_view_opts *o, tl_error *e
         tl_ivset_free(&dev[d].iv);
     tl_ivset_free(&win);
     tl_steps_free(&steps);
+    tl_gpu_scope_free(&sc);
     free(comm_name);
     return tab;
 oom:
@@ -286,6 +302,7 @@ oom:
         tl_ivset_free(&dev[d].iv);
     tl_ivset_free(&win);
     tl_steps_free(&steps);
+    tl_gpu_scope_free(&sc);
     free(comm_name);
     tl_table_free(tab);
     tl_error_setc(err, TL_ERR_NOMEM, "overview: out of memory");

@@ -193,8 +193,46 @@ TEST(gaps_roles_window_and_stream)
     tl_trace_free(&t);
 }
 
+/* The overview's GPU part under the same scope. Kernels: steps: gemm [100, 400) and the
+ * collective [300, 700) (launched in the step): 2 calls, 600 us, 60% of the 1000 us step; all,
+ * linked only: + late [1100, 1150): 3 calls, 650 us; all: + orphan [1200, 1300): 4, 750 us. */
+static void check_overview_kernels(const tl_trace *t, const tl_view_opts *o, int64_t calls,
+                                   int64_t time)
+{
+    tl_error err = {{0}};
+    tl_table *tab = tl_view_overview(t, o, &err);
+    const tl_table *g = fx_table(tab, "overview_gpu");
+    int r = fx_row(g, "type", "Kernel");
+    CHECK(r >= 0);
+    CHECK_EQ_INT(fx_i(g, r, "calls"), calls);
+    CHECK_EQ_INT(fx_i(g, r, "gpu_time_us"), time);
+    r = fx_row(g, "type", "Memset"); /* launched at 80, in the step: in every scope */
+    CHECK_EQ_INT(fx_i(g, r, "calls"), 1);
+    tl_table_free(tab);
+}
+
+TEST(overview_gpu_follows_the_scope)
+{
+    tl_trace t;
+    build(&t);
+    tl_view_opts o = {0};
+    check_overview_kernels(&t, &o, 2, 600 * US);
+    tl_error err = {{0}};
+    tl_table *tab = tl_view_overview(&t, &o, &err);
+    const tl_table *g = fx_table(tab, "overview_gpu");
+    CHECK_NEAR(fx_d(g, fx_row(g, "type", "Kernel"), "ratio_pct"), 60.0, 1e-9);
+    tl_table_free(tab);
+    o.window_all = 1;
+    o.linked_only = 1;
+    check_overview_kernels(&t, &o, 3, 650 * US);
+    o.linked_only = 0;
+    check_overview_kernels(&t, &o, 4, 750 * US);
+    tl_trace_free(&t);
+}
+
 int main(void)
 {
+    RUN(overview_gpu_follows_the_scope);
     RUN(gpu_view_steps_all_linked);
     RUN(gpu_view_pools_devices);
     RUN(kernel_memcpy_device_views_follow_the_scope);
