@@ -11,6 +11,7 @@
 #include "analysis/memory.h"
 #include "analysis/attrib.h"
 #include "analysis/insight.h"
+#include "trace/checked.h"
 #include "trace/grow_array.h"
 #include "trace/natsort.h"
 #include "trace/u64map.h"
@@ -21,25 +22,9 @@
 
 /* ---- small helpers ----------------------------------------------------------------------- */
 
-/* Sums and differences of sizes saturate: sizes come from files (a JSON "Bytes" of -1e300 reads
- * as INT64_MIN), and plain arithmetic would overflow (undefined behaviour, and levels that wrap
- * around into nonsense that the view's sparkline indexed out of bounds). */
-static int64_t add_sat(int64_t a, int64_t b)
-{
-    int64_t s;
-    if (__builtin_add_overflow(a, b, &s))
-        return b < 0 ? INT64_MIN : INT64_MAX;
-    return s;
-}
-
-static int64_t sub_sat(int64_t a, int64_t b)
-{
-    int64_t s;
-    if (__builtin_sub_overflow(a, b, &s))
-        return b < 0 ? INT64_MAX : INT64_MIN;
-    return s;
-}
-
+/* Sums and differences of sizes saturate (trace/checked.h): sizes come from files (a JSON
+ * "Bytes" of -1e300 reads as INT64_MIN), and plain arithmetic would overflow (undefined
+ * behaviour, and levels that wrap around into nonsense). */
 void tl_mem_device_name(int32_t device, char *buf, size_t n)
 {
     if (device < 0)
@@ -243,16 +228,16 @@ static void add_to(tl_mem_op *o, const tl_memev *r, int self)
     if (self) {
         if (b > 0) {
             o->self_allocs++;
-            o->self_alloc_bytes = add_sat(o->self_alloc_bytes, b);
+            o->self_alloc_bytes = tl_add_sat(o->self_alloc_bytes, b);
         } else {
-            o->self_freed_bytes = sub_sat(o->self_freed_bytes, b);
+            o->self_freed_bytes = tl_sub_sat(o->self_freed_bytes, b);
         }
     }
     if (b > 0) {
         o->allocs++;
-        o->alloc_bytes = add_sat(o->alloc_bytes, b);
+        o->alloc_bytes = tl_add_sat(o->alloc_bytes, b);
     } else {
-        o->freed_bytes = sub_sat(o->freed_bytes, b);
+        o->freed_bytes = tl_sub_sat(o->freed_bytes, b);
     }
 }
 
@@ -489,9 +474,9 @@ static int replay(const tl_trace *t, tl_mem *m, const int32_t *owner)
             s->started = 1;
             int64_t change = is_change(r) ? r->bytes : 0;
             d->alloc_start =
-                r->total_allocated >= 0 ? sub_sat(r->total_allocated, change) : s->level;
+                r->total_allocated >= 0 ? tl_sub_sat(r->total_allocated, change) : s->level;
             int64_t rchange = (r->flags & TL_MEM_RESERVE) ? r->bytes : 0;
-            d->res_start = r->total_reserved >= 0 ? sub_sat(r->total_reserved, rchange) : s->res;
+            d->res_start = r->total_reserved >= 0 ? tl_sub_sat(r->total_reserved, rchange) : s->res;
         }
         if (r->total_allocated >= 0)
             s->any_total = 1;
@@ -499,13 +484,13 @@ static int replay(const tl_trace *t, tl_mem *m, const int32_t *owner)
             d->reserved_known = 1;
 
         if (r->flags & TL_MEM_RESERVE) {
-            s->res = r->total_reserved >= 0 ? r->total_reserved : add_sat(s->res, r->bytes);
+            s->res = r->total_reserved >= 0 ? r->total_reserved : tl_add_sat(s->res, r->bytes);
         } else if (r->bytes > 0) {
             if (live) { /* allocated again before it was freed: the old block ends here */
                 m->reused++;
                 end_block(live, r, i);
                 if (r->total_allocated < 0)
-                    s->level = sub_sat(s->level, live->bytes);
+                    s->level = tl_sub_sat(s->level, live->bytes);
             }
             if (r->addr) {
                 if (new_block(m, &cap_blocks, r, i, owner, m) != 0 ||
@@ -514,10 +499,11 @@ static int replay(const tl_trace *t, tl_mem *m, const int32_t *owner)
                     break;
                 }
             }
-            s->level = r->total_allocated >= 0 ? r->total_allocated : add_sat(s->level, r->bytes);
+            s->level =
+                r->total_allocated >= 0 ? r->total_allocated : tl_add_sat(s->level, r->bytes);
             if (!(r->flags & TL_MEM_LIVE)) {
                 d->allocs++;
-                d->alloc_bytes = add_sat(d->alloc_bytes, r->bytes);
+                d->alloc_bytes = tl_add_sat(d->alloc_bytes, r->bytes);
             }
         } else if (r->bytes < 0) {
             if (live) {
@@ -529,9 +515,10 @@ static int replay(const tl_trace *t, tl_mem *m, const int32_t *owner)
             } else if (r->addr) {
                 m->unmatched++;
             }
-            s->level = r->total_allocated >= 0 ? r->total_allocated : add_sat(s->level, r->bytes);
+            s->level =
+                r->total_allocated >= 0 ? r->total_allocated : tl_add_sat(s->level, r->bytes);
             d->frees++;
-            d->freed_bytes = sub_sat(d->freed_bytes, r->bytes);
+            d->freed_bytes = tl_sub_sat(d->freed_bytes, r->bytes);
         }
         if (r->total_reserved >= 0 && !(r->flags & TL_MEM_RESERVE))
             s->res = r->total_reserved;
@@ -609,8 +596,8 @@ static int judge(const tl_mem *m, tl_mem_device *d)
         if (b->device != d->device)
             continue;
         if (d->peak >= 0 && tl_mem_alive_at_peak(b, d)) {
-            d->at_peak[b->category] = add_sat(d->at_peak[b->category], b->bytes);
-            known = add_sat(known, b->bytes);
+            d->at_peak[b->category] = tl_add_sat(d->at_peak[b->category], b->bytes);
+            known = tl_add_sat(known, b->bytes);
         }
     }
     if (d->peak >= 0)
@@ -623,7 +610,7 @@ static int judge(const tl_mem *m, tl_mem_device *d)
     for (size_t i = 0; i < m->nblocks; i++) {
         const tl_mem_block *b = &m->blocks[i];
         if (b->device == d->device && b->free_pos == SIZE_MAX && b->step >= 0 && !b->live_at_start)
-            d->retained[b->step] = add_sat(d->retained[b->step], b->bytes);
+            d->retained[b->step] = tl_add_sat(d->retained[b->step], b->bytes);
     }
     /* judged: every step but the first (state made once: optimizer state, caches) and the
      * last (what it allocated may be freed by the next step, which the trace does not hold) */
@@ -785,7 +772,7 @@ int tl_mem_group_blocks(const tl_trace *t, const tl_mem *m, int32_t device,
             g[k] = (tl_mem_group){owner, caller, b->category, 0, 0};
         }
         g[k].blocks++;
-        g[k].bytes = add_sat(g[k].bytes, b->bytes);
+        g[k].bytes = tl_add_sat(g[k].bytes, b->bytes);
     }
     for (int c = 0; c < TL_MEM_CAT_COUNT; c++)
         tl_keymap_free(&idx[c]);
@@ -839,7 +826,7 @@ int tl_mem_alive_at(const tl_mem *m, const tl_mem_device *d, const size_t *pos, 
     for (size_t q = 0; q < n; q++) {
         /* alive after pos[q]: allocated at or before it, not freed at or before it */
         for (; k < nd && pos[q] != SIZE_MAX && dl[k].pos <= pos[q]; k++)
-            cur[dl[k].category] = add_sat(cur[dl[k].category], dl[k].bytes);
+            cur[dl[k].category] = tl_add_sat(cur[dl[k].category], dl[k].bytes);
         memcpy(out[q], cur, sizeof cur);
     }
     free(dl);
@@ -1010,12 +997,12 @@ int tl_mem_tree_build(const tl_trace *t, const tl_mem *m, const tl_mem_device *d
         if (!b->name || !tl_mem_alive_at_peak(b, d) || (category >= 0 && b->category != category))
             continue;
         size_t k = 0;
-        l->n[0].total = add_sat(l->n[0].total, b->bytes);
+        l->n[0].total = tl_add_sat(l->n[0].total, b->bytes);
         if (category < 0) {
             const char *cat = tl_mem_cat_name((tl_mem_cat)b->category);
             if (!(k = tree_child(l, 0, cat, strlen(cat))))
                 goto oom;
-            l->n[k].total = add_sat(l->n[k].total, b->bytes);
+            l->n[k].total = tl_add_sat(l->n[k].total, b->bytes);
         }
         const char *s = tl_str(&t->strings, b->name);
         for (int depth = 0; *s; depth++) {
@@ -1024,12 +1011,12 @@ int tl_mem_tree_build(const tl_trace *t, const tl_mem *m, const tl_mem_device *d
             size_t len = dot && depth < 64 ? (size_t)(dot - s) : strlen(s);
             if (!(k = tree_child(l, k, s, len)))
                 goto oom;
-            l->n[k].total = add_sat(l->n[k].total, b->bytes);
+            l->n[k].total = tl_add_sat(l->n[k].total, b->bytes);
             s += len;
             if (*s == '.')
                 s++;
         }
-        l->n[k].layer = add_sat(l->n[k].layer, b->bytes);
+        l->n[k].layer = tl_add_sat(l->n[k].layer, b->bytes);
     }
     if (order_children(l, category < 0) != 0)
         goto oom;
