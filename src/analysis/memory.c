@@ -21,10 +21,9 @@
 #include <string.h>
 
 /* ---- small helpers ----------------------------------------------------------------------- */
+/* Sums and differences of sizes saturate (tl_add_sat, tl_sub_sat: trace/checked.h): sizes come
+ * from files, where a JSON "Bytes" of -1e300 reads as INT64_MIN. */
 
-/* Sums and differences of sizes saturate (trace/checked.h): sizes come from files (a JSON
- * "Bytes" of -1e300 reads as INT64_MIN), and plain arithmetic would overflow (undefined
- * behaviour, and levels that wrap around into nonsense). */
 void tl_mem_device_name(int32_t device, char *buf, size_t n)
 {
     if (device < 0)
