@@ -78,6 +78,17 @@ static void gen_names(FILE *f, long n)
     fputs("]}\n", f);
 }
 
+/* Bytes the string table holds: its text blocks (1 MiB each, or one string), the id arrays and
+ * the hash slots. */
+static size_t strtab_bytes(const tl_strtab *s)
+{
+    size_t text = 0;
+    for (size_t i = 0; i < s->nblocks; i++)
+        text += s->blocks[i] == s->block ? s->block_cap : (size_t)1 << 20;
+    return text + (size_t)s->cap * (sizeof *s->str + sizeof *s->len) +
+           (size_t)s->nslots * sizeof *s->slots;
+}
+
 static long rss_kb(void)
 {
     struct rusage ru;
@@ -111,10 +122,10 @@ static int run(const char *what, void (*gen)(FILE *, long, long), long a, long b
     if (rc != 0)
         fprintf(stderr, "bench_hostile: %s\n", err.msg);
     else
-        printf("%-10s %8.1f MB  %9zu events  %9zu kernels linked  %7.2f s  strings %u  peak RSS "
-               "%ld MB (+%ld)\n",
-               what, (double)size / 1e6, t.nev, linked, dt, t.strings.count, rss_kb() / 1024,
-               (rss_kb() - rss0) / 1024);
+        printf("%-10s %8.1f MB  %9zu events  %9zu kernels linked  %7.2f s  %u strings in %.1f "
+               "MB  peak RSS %ld MB (+%ld)\n",
+               what, (double)size / 1e6, t.nev, linked, dt, t.strings.count,
+               (double)strtab_bytes(&t.strings) / 1e6, rss_kb() / 1024, (rss_kb() - rss0) / 1024);
     tl_trace_free(&t);
     unlink(path);
     return rc != 0;
@@ -140,8 +151,8 @@ int main(int argc, char **argv)
         return 2;
     }
     int bad = 0;
+    bad |= run("names", gen_names2, (long)(1000000 * scale), 0); /* first: its own peak RSS */
     bad |= run("corr_2^44", gen_corr2, (long)(500000 * scale), 0);
     bad |= run("flows", gen_flows, (long)(1000000 * scale), (long)(50000 * scale) + 1);
-    bad |= run("names", gen_names2, (long)(1000000 * scale), 0);
     return bad;
 }
