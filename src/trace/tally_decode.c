@@ -510,9 +510,9 @@ static int cupti_memory(tl_tally_dec *d, const tl_tally_sink *s, const tally__fm
     m.track = track;
     m.corr = (uint32_t)dv->corr;
     static const char key[] = "\"address\":";
-    const char *end = args + args_len;
     const char *p = args_len >= sizeof key - 1 ? memmem(args, args_len, key, sizeof key - 1) : NULL;
-    if (p) {
+    if (p) { /* args is not NULL here (a record without args has none) */
+        const char *end = args + args_len;
         for (p += sizeof key - 1; p < end && *p == ' '; p++)
             ;
         for (; p < end && *p >= '0' && *p <= '9'; p++)

@@ -239,7 +239,8 @@ static void close_chunk(buf *b, size_t at)
 }
 
 /* A file on a TSC clock whose ns0 is near INT64_MAX and whose end is INT64_MAX, holding a range
- * pushed at a tick far past ns0, a kernel and an API call spanning all of int64. */
+ * pushed at a tick far past ns0, a kernel and an API call spanning all of int64, and a memory
+ * activity record without arguments. */
 static size_t crafted_tally(buf *b)
 {
     memset(b, 0, sizeof *b);
@@ -292,6 +293,16 @@ static size_t crafted_tally(buf *b)
     put_u64(b, TALLY__REC(TALLY__R_DEVICE, slots));
     put_u64(b, 0);
     put(b, pl, slots * 16);
+    /* CUPTI's memory activity without arguments (no "address": the args pointer is NULL) */
+    dv.start = dv.end = 5;
+    dv.bytes = 64;
+    dv.cat = TALLY__CAT_MEMORY;
+    memset(pl, 0, sizeof pl);
+    memcpy(pl, &dv, sizeof dv);
+    pl[sizeof dv] = 'm';
+    put_u64(b, TALLY__REC(TALLY__R_DEVICE, slots));
+    put_u64(b, 0);
+    put(b, pl, slots * 16);
     /* an API call from INT64_MIN to INT64_MAX */
     tally__fmt_api api = {INT64_MIN, INT64_MAX, 1, 100, TALLY__CAT_RUNTIME, 1};
     memset(pl, 0, sizeof pl);
@@ -327,6 +338,8 @@ TEST(tally_times_at_the_int64_limits_are_clamped)
             seen += e->ts == -TL_TIME_MAX && e->dur == 2 * TL_TIME_MAX;
     }
     CHECK_EQ_INT(seen, 3);
+    CHECK_EQ_INT(t.nmem, 1);
+    CHECK(t.nmem == 1 && t.mem[0].bytes == 64 && t.mem[0].addr == 0);
     FILE *f = fopen("/dev/null", "w");
     CHECK_EQ_INT(tl_write_chrome_file(&t, f, &err), 0);
     size_t nev = 0;
@@ -519,7 +532,7 @@ TEST(stdin_pipes_and_process_substitution_read_json_gzip_and_tally)
         const void *data;
         size_t len;
         size_t nev;
-    } in[] = {{one_event, sizeof one_event - 1, 1}, {gz, ngz, 1}, {tb.b, ntb, 3}};
+    } in[] = {{one_event, sizeof one_event - 1, 1}, {gz, ngz, 1}, {tb.b, ntb, 4}};
     const char *paths[] = {"-", "/dev/fd/%d"};
     for (size_t i = 0; i < sizeof in / sizeof *in; i++)
         for (size_t k = 0; k < 2; k++) {
