@@ -20,8 +20,10 @@ void tl_ivset_add(tl_ivset *set, int64_t s, int64_t e)
     if (set->n == set->cap) {
         size_t nc = set->cap ? set->cap * 2 : 64;
         tl_iv *nv = tl_big_realloc(set->v, nc * sizeof *nv);
-        if (!nv)
+        if (!nv) {
+            set->oom = 1;
             return;
+        }
         set->v = nv;
         set->cap = nc;
     }
@@ -173,6 +175,7 @@ void tl_ivset_clip(tl_ivset *set, int64_t s, int64_t e)
 void tl_ivset_clear(tl_ivset *set)
 {
     set->n = 0;
+    set->oom = 0;
 }
 
 void tl_ivset_free(tl_ivset *set)
@@ -398,6 +401,7 @@ void tl_gpu_scope_clip(const tl_gpu_scope *s, tl_ivset *set)
         return;
     tl_ivset tmp = {0};
     tl_ivset_intersect(set, &s->window, &tmp);
+    tmp.oom |= set->oom;
     tl_ivset_free(set);
     *set = tmp;
 }

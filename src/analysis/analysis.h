@@ -19,9 +19,11 @@ typedef struct tl_iv {
 typedef struct tl_ivset {
     tl_iv *v;
     size_t n, cap;
+    int oom; /* an add found no memory (and the interval was lost); cleared by tl_ivset_clear */
 } tl_ivset;
 
-void tl_ivset_add(tl_ivset *set, int64_t s, int64_t e); /* ignores e <= s */
+/* Ignores e <= s: an empty set with v == NULL is not out of memory, only oom says so. */
+void tl_ivset_add(tl_ivset *set, int64_t s, int64_t e);
 /* Add [s, e), or merge it into the last interval when it starts inside it: for a set about to
  * be normalized, filled in start order (one track's events), this keeps it small. */
 void tl_ivset_extend(tl_ivset *set, int64_t s, int64_t e);

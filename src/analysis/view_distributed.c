@@ -112,7 +112,6 @@ int tl_comm_compute_ex(const tl_trace *t, const tl_gpu_scope *sc, int32_t device
         }
     }
     free(named);
-    int oom = (c->ncomm && !comm.v) || (c->ncomp && !comp.v) || (c->nhost && !host.v);
     tl_ivset_normalize(&comm);
     tl_ivset_normalize(&comp);
     tl_ivset_normalize(&host);
@@ -125,6 +124,8 @@ int tl_comm_compute_ex(const tl_trace *t, const tl_gpu_scope *sc, int32_t device
     tl_ivset_intersect(&comm, &comp, &tmp);
     c->overlap = tl_ivset_length(&tmp);
     c->exposed = c->comm - c->overlap;
+    /* Zero-length kernels add nothing to a set: only a failed add is out of memory. */
+    int oom = comm.oom || comp.oom || host.oom || tmp.oom;
     tl_ivset_free(&comm);
     tl_ivset_free(&comp);
     tl_ivset_free(&host);

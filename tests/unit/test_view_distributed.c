@@ -113,6 +113,40 @@ TEST(no_communication_means_no_rows)
     tl_trace_free(&t);
 }
 
+/* Every kernel has zero length (as the reader makes of huge times or negative durations): the
+ * interval sets stay empty, which is a report of zeros, not "out of memory". */
+TEST(zero_length_kernels_give_a_report)
+{
+    tl_trace t;
+    tl_trace_init(&t);
+    uint32_t th = tl_trace_track(&t, TL_TRACK_THREAD, 1, 1, -1);
+    uint32_t s7 = tl_trace_track(&t, TL_TRACK_STREAM, 1, 7, 0);
+    uint32_t s9 = tl_trace_track(&t, TL_TRACK_STREAM, 1, 9, 0);
+    fx_ev(&t, th, TL_CAT_STEP, "ProfilerStep#1", 0, 30 * MS);
+    fx_launch(&t, th, s7, "volta_sgemm_128x64_nn", 1 * MS, 2 * MS, 0, 1);
+    fx_launch(&t, th, s9, "ncclKernel_AllReduce_RING_LL_Sum_float", 3 * MS, 4 * MS, 0, 2);
+    CHECK_EQ_INT(tl_trace_finish(&t), 0);
+    tl_comm c;
+    CHECK_EQ_INT(tl_comm_compute(&t, &c), 0);
+    CHECK_EQ_INT(c.ncomm, 1);
+    CHECK_EQ_INT(c.ncomp, 1);
+    CHECK_EQ_INT(c.comm, 0);
+    CHECK_EQ_INT(c.comp, 0);
+    CHECK_EQ_INT(c.exposed, 0);
+    tl_error err = {{0}};
+    tl_table *tab = tl_view_distributed(&t, NULL, &err);
+    CHECK(tab != NULL);
+    CHECK_STR(err.msg, "");
+    if (tab) {
+        int r = fx_row(tab, "name", "Communication (GPU)");
+        CHECK(r >= 0);
+        CHECK_EQ_INT(fx_i(tab, r, "calls"), 1);
+        CHECK_EQ_INT(fx_i(tab, r, "time_us"), 0);
+        tl_table_free(tab);
+    }
+    tl_trace_free(&t);
+}
+
 int main(void)
 {
     RUN(comm_kernel_names);
@@ -120,5 +154,6 @@ int main(void)
     RUN(view_rows_and_ratios);
     RUN(clipped_to_the_profiled_window);
     RUN(no_communication_means_no_rows);
+    RUN(zero_length_kernels_give_a_report);
     return test_summary();
 }
