@@ -1,7 +1,12 @@
 /*
- * cmd_export.c — `tally export FILE -o OUT.json[.gz]`: read a trace of any supported format and
- * write it as Chrome trace JSON with PyTorch's conventions (gzip when OUT ends in ".gz"), for
- * Perfetto, chrome://tracing and the tools that read PyTorch traces.
+ * cmd_export.c — `tally export FILE [-o OUT]`: read a trace of any supported format and write it
+ * as Chrome trace JSON with PyTorch's conventions (gzip when OUT ends in ".gz"), for Perfetto,
+ * chrome://tracing and the tools that read PyTorch traces. Without -o, OUT is FILE's name as
+ * PyTorch names its traces, FILE.pt.trace.json.gz, the only names TensorBoard's plugin lists.
+ *
+ * Nothing read is lost: a JSON trace is loaded with keep_raw, so every element of traceEvents
+ * and every top-level member is written as it was read (model.h); a .tally file is streamed
+ * (tally_export.c).
  *
  * With --background it returns at once and converts in a detached process: that is how a
  * profiled program that asked for JSON gets it (the library's default trace-ready handler
@@ -30,8 +35,9 @@ struct export_args {
 
 static const cli_option options[] = {
     CLI_OPTION("output", 'o', CLI_STRING, out, "OUT",
-               "the file to write (required); gzip-compressed when it ends in .gz;\n"
-               "'-' writes uncompressed JSON to standard output"),
+               "the file to write; gzip-compressed when it ends in .gz; '-' writes\n"
+               "uncompressed JSON to standard output (default: FILE.pt.trace.json.gz\n"
+               "beside FILE, its .tally/.json/.gz/.trace/.pt endings replaced)"),
     CLI_OPTION("background", 0, CLI_FLAG, background, NULL,
                "return at once and convert in a detached process (what a profiled\n"
                "program asking for JSON starts)"),
@@ -47,6 +53,26 @@ static const cli_command command = {
     CLI_TABLE,
 };
 
+/* The default OUT for in: its name without the endings of a trace, plus ".pt.trace.json.gz"
+ * (PyTorch's and TensorBoard's convention), or ".export.pt.trace.json.gz" when that would be in
+ * itself. Returns 0, or -1 when the name does not fit. */
+static int default_output(const char *in, char *out, size_t cap)
+{
+    static const char *const endings[] = {".gz", ".json", ".tally", ".trace", ".pt"};
+    size_t n = strlen(in);
+    for (size_t i = 0; i < sizeof endings / sizeof endings[0]; i++) {
+        size_t k = strlen(endings[i]);
+        const char *slash = strrchr(in, '/');
+        size_t name_at = slash ? (size_t)(slash - in) + 1 : 0;
+        if (n > name_at + k && memcmp(in + n - k, endings[i], k) == 0)
+            n -= k;
+    }
+    int w = snprintf(out, cap, "%.*s.pt.trace.json.gz", (int)n, in);
+    if (w >= 0 && (size_t)w < cap && strcmp(out, in) == 0)
+        w = snprintf(out, cap, "%.*s.export.pt.trace.json.gz", (int)n, in);
+    return w >= 0 && (size_t)w < cap ? 0 : -1;
+}
+
 static double now_s(void)
 {
     struct timespec ts;
@@ -60,9 +86,17 @@ int cmd_export(int argc, char **argv)
     int rc = cli_parse(&command, argc, argv, &a);
     if (rc != CLI_CONTINUE)
         return rc;
+    char out[4096];
     if (!a.out) {
-        fprintf(stderr, "tally export: -o OUT is required (the file to write, or '-')\n");
-        return 2;
+        if (!strcmp(a.in, "-")) {
+            fprintf(stderr, "tally export: -o OUT is required when reading standard input\n");
+            return 2;
+        }
+        if (default_output(a.in, out, sizeof out) != 0) {
+            fprintf(stderr, "tally export: %s: the name is too long; give -o OUT\n", a.in);
+            return 2;
+        }
+        a.out = out;
     }
     if (a.background && strcmp(a.out, "-") != 0) {
         /* the caller (a profiled program) waits for this process only: the work goes on in a
@@ -79,6 +113,7 @@ int cmd_export(int argc, char **argv)
     double t0 = now_s();
     tl_trace t;
     tl_trace_init(&t);
+    t.keep_raw = 1; /* a JSON input is written as it was read: every event, field and member */
     int status;
     size_t nev = 0;
     if (tl_is_tally_file(a.in)) { /* streamed in bounded memory, no trace model */

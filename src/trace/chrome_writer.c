@@ -567,15 +567,9 @@ jw *tl_json_open(const char *path, FILE *f, tl_error *err)
     return w;
 }
 
-int tl_json_close(jw *w, int64_t t1, const char *trace_name, tl_error *err)
+/* Flush and close the file; frees w. */
+static int jw_finish(jw *w, tl_error *err)
 {
-    /* the closing event lets every event above end with a comma */
-    LIT(w, "{\"ph\":\"i\",\"s\":\"g\",\"name\":\"Record Window End\",\"pid\":\"\",\"tid\":\"\","
-           "\"ts\":");
-    jw_us(w, since(t1, w->base));
-    LIT(w, "}\n],\n\"traceName\":");
-    jw_cstr(w, trace_name ? trace_name : "");
-    LIT(w, "\n}\n");
     jw_flush(w);
     int rc = w->failed ? -1 : 0;
     if (!w->path)
@@ -595,11 +589,66 @@ int tl_json_close(jw *w, int64_t t1, const char *trace_name, tl_error *err)
     return rc;
 }
 
+int tl_json_close(jw *w, int64_t t1, const char *trace_name, tl_error *err)
+{
+    /* the closing event lets every event above end with a comma */
+    LIT(w, "{\"ph\":\"i\",\"s\":\"g\",\"name\":\"Record Window End\",\"pid\":\"\",\"tid\":\"\","
+           "\"ts\":");
+    jw_us(w, since(t1, w->base));
+    LIT(w, "}\n],\n\"traceName\":");
+    jw_cstr(w, trace_name ? trace_name : "");
+    LIT(w, "\n}\n");
+    return jw_finish(w, err);
+}
+
+/* A JSON trace read with keep_raw, as it was read: its top-level members, then every element of
+ * traceEvents, the model's events in the model's order (each with its text as read) and the
+ * elements that are no event of the model in file order. Nothing is added: no flows, track
+ * names or closing instant that the input did not have. Events the reader made without text
+ * (none, for a JSON input) are written as the model holds them, first, since they end with a
+ * comma. */
+static int write_raw(jw *w, const tl_trace *t, tl_error *err)
+{
+    size_t len;
+    LIT(w, "{\n");
+    for (uint32_t i = 0; i < t->nraw_members; i++) {
+        const char *s = tl_raw_text(&t->raw, t->raw_members[i], &len);
+        jw_lit(w, s, len);
+        LIT(w, ",\n");
+    }
+    LIT(w, "\"traceEvents\":[\n");
+    w->base = 0; /* the reader keeps a JSON trace's times as they are in the file */
+    size_t left = t->nraw_other;
+    for (size_t i = 0; i < t->nev; i++) {
+        const tl_event *e = &t->ev[i];
+        if (e->raw == 0) {
+            size_t nl, al;
+            const char *name = text(t, e->name, &nl), *args = text(t, e->args, &al);
+            tl_json_event(w, &t->tracks[e->track], e, name, nl, args, al);
+        } else if (e->raw != TL_RAW_ELSEWHERE) {
+            left++;
+        }
+    }
+    for (size_t i = 0; i < t->nev + t->nraw_other; i++) {
+        uint32_t id = i < t->nev ? t->ev[i].raw : t->raw_other[i - t->nev];
+        if (id == 0 || id == TL_RAW_ELSEWHERE)
+            continue;
+        const char *s = tl_raw_text(&t->raw, id, &len);
+        jw_lit(w, s, len);
+        if (--left)
+            LIT(w, ",\n");
+    }
+    LIT(w, "\n]\n}\n");
+    return jw_finish(w, err);
+}
+
 int tl_write_chrome_file(const tl_trace *t, FILE *out, tl_error *err)
 {
     jw *w = tl_json_open(NULL, out, err);
     if (!w)
         return -1;
+    if (t->raw_kept)
+        return write_raw(w, t, err);
     return tl_json_close(w, write_all(w, t), t->path, err);
 }
 
@@ -608,5 +657,7 @@ int tl_write_chrome(const tl_trace *t, const char *path, tl_error *err)
     jw *w = tl_json_open(path, NULL, err);
     if (!w)
         return -1;
+    if (t->raw_kept)
+        return write_raw(w, t, err);
     return tl_json_close(w, write_all(w, t), path, err);
 }

@@ -1693,6 +1693,59 @@ static void parse_dist_info(jr *r)
     }
 }
 
+/* ---- raw text (keep_raw) ---------------------------------------------------------------- */
+
+/* Keep buf[start, r->pos) as text; returns its id. */
+static uint32_t keep_text(jr *r, size_t start)
+{
+    uint32_t id = tl_raw_add(&r->t->raw, r->buf + start, r->pos - start);
+    if (!id) {
+        tl_error_setc(r->err, TL_ERR_NOMEM, "%s: out of memory keeping the events' text", r->name);
+        longjmp(r->jb, JR_ERROR);
+    }
+    return id;
+}
+
+static void push_id(jr *r, uint32_t **ids, size_t *n, size_t *cap, uint32_t id)
+{
+    if (*n == *cap) {
+        size_t nc = *cap ? *cap * 2 : 1024;
+        uint32_t *ni = tl_big_realloc(*ids, nc * sizeof *ni);
+        if (!ni) {
+            tl_error_setc(r->err, TL_ERR_NOMEM, "%s: out of memory", r->name);
+            longjmp(r->jb, JR_ERROR);
+        }
+        *ids = ni;
+        *cap = nc;
+    }
+    (*ids)[(*n)++] = id;
+}
+
+/* The element of traceEvents at buf[start, r->pos), which added the events from nev0 on: its
+ * text goes with the first of them, or to raw_other when it is no event of the model. */
+static void keep_element(jr *r, size_t start, size_t nev0)
+{
+    tl_trace *t = r->t;
+    uint32_t id = keep_text(r, start);
+    if (t->nev > nev0) {
+        t->ev[nev0].raw = id;
+        for (size_t i = nev0 + 1; i < t->nev; i++)
+            t->ev[i].raw = TL_RAW_ELSEWHERE;
+    } else {
+        push_id(r, &t->raw_other, &t->nraw_other, &t->cap_raw_other, id);
+    }
+}
+
+/* A top-level member ("key": value) at buf[start, r->pos). */
+static void keep_member(jr *r, size_t start)
+{
+    tl_trace *t = r->t;
+    size_t n = t->nraw_members, cap = t->cap_raw_members;
+    push_id(r, &t->raw_members, &n, &cap, keep_text(r, start));
+    t->nraw_members = (uint32_t)n;
+    t->cap_raw_members = (uint32_t)cap;
+}
+
 enum {
     TOP_BEGIN,
     TOP_KEY,   /* object form: a key or '}' */
@@ -1741,6 +1794,7 @@ static int run(jr *r)
                 state = TOP_DONE;
                 break;
             }
+            size_t kstart = r->pos;
             jstr k = lex_string(r);
             expect(r, ':', "':' after a key");
             if (EQ(k, "traceEvents")) {
@@ -1762,6 +1816,8 @@ static int run(jr *r)
             } else {
                 skip_value(r);
             }
+            if (r->t->keep_raw)
+                keep_member(r, kstart);
             state = TOP_AFTER;
             break;
         }
@@ -1786,6 +1842,7 @@ static int run(jr *r)
                 state = bare ? TOP_DONE : TOP_AFTER;
                 break;
             }
+            size_t start = r->pos, nev0 = r->t->nev;
             if (c == '{') {
                 raw_event ev;
                 memset(&ev, 0, offsetof(raw_event, pid));
@@ -1795,6 +1852,8 @@ static int run(jr *r)
             } else {
                 skip_value(r);
             }
+            if (r->t->keep_raw)
+                keep_element(r, start, nev0);
             state = ARR_AFTER;
             break;
         }
@@ -2048,6 +2107,8 @@ int tl_read_json_mem(tl_trace *t, const char *data, size_t len, const char *name
     int rc = run(&r);
     if (rc == 0)
         rc = finish(&r);
+    if (rc == 0 && t->keep_raw)
+        t->raw_kept = 1;
     jr_free(&r);
     free(copy);
     return rc;
@@ -2117,6 +2178,8 @@ int tl_read_json_fd(tl_trace *t, int fd, const char *path, int progress, tl_erro
     show_progress(&r, 1);
     if (rc == 0)
         rc = finish(&r);
+    if (rc == 0 && t->keep_raw)
+        t->raw_kept = 1;
     if (r.gz)
         gzclose(r.gz);
     jr_free(&r);

@@ -294,7 +294,54 @@ void tl_trace_free(tl_trace *t)
     free(t->thread_losses);
     free(t->mem);
     free(t->track_slots_);
+    free(t->raw.buf);
+    free(t->raw.end);
+    free(t->raw_other);
+    free(t->raw_members);
     memset(t, 0, sizeof *t);
+}
+
+uint32_t tl_raw_add(tl_raw *r, const char *text, size_t n)
+{
+    if (r->n == UINT32_MAX - 1 || n > SIZE_MAX / 2 - r->len)
+        return 0;
+    if (r->n == r->cap_n) {
+        uint32_t nc = r->cap_n ? (r->cap_n > UINT32_MAX / 2 ? UINT32_MAX - 1 : r->cap_n * 2) : 1024;
+        size_t *ne = tl_big_realloc(r->end, (size_t)nc * sizeof *ne);
+        if (!ne)
+            return 0;
+        r->end = ne;
+        r->cap_n = nc;
+    }
+    if (r->len + n > r->cap) {
+        size_t nc = r->cap ? r->cap : 1u << 20;
+        while (nc < r->len + n)
+            nc *= 2;
+        char *nb = tl_big_realloc(r->buf, nc);
+        if (!nb)
+            return 0;
+        r->buf = nb;
+        r->cap = nc;
+    }
+    /* whitespace outside strings goes: Kineto indents every event */
+    char *o = r->buf + r->len;
+    int in_str = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = text[i];
+        if (in_str) {
+            *o++ = c;
+            if (c == '\\' && i + 1 < n)
+                *o++ = text[++i];
+            else if (c == '"')
+                in_str = 0;
+        } else if (c != ' ' && c != '\n' && c != '\t' && c != '\r') {
+            *o++ = c;
+            in_str = c == '"';
+        }
+    }
+    r->len = (size_t)(o - r->buf);
+    r->end[r->n++] = r->len;
+    return r->n;
 }
 
 const char *tl_mem_cat_name(tl_mem_cat c)

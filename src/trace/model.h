@@ -131,7 +131,37 @@ typedef struct tl_event {
     uint8_t copy;   /* tl_memcpy_kind for TL_CAT_MEMCPY */
     uint8_t depth;  /* nesting depth on its host track (0 = top), saturates at 255 */
     uint16_t pad_;
+    uint32_t raw; /* the event as read (a tl_raw id; TL_RAW_ELSEWHERE: written with another
+                     event), kept only when the trace was loaded with keep_raw; 0 = none. It
+                     sits in what was padding: an event is 64 bytes either way */
 } tl_event;
+_Static_assert(sizeof(tl_event) == 64, "an event is 64 bytes: keep_raw costs the reports nothing");
+
+/* ---- raw text -------------------------------------------------------------------------------
+ * What a reader read, kept as JSON text for a lossless export (`tally export`): each element of
+ * traceEvents, and each top-level member other than traceEvents ("deviceProperties": [...]).
+ * Kept only when the caller sets keep_raw on the trace before loading; the reports never need
+ * it. Texts are appended to one growing buffer, with whitespace outside strings dropped. */
+typedef struct tl_raw {
+    char *buf; /* the texts, one after another */
+    size_t len, cap;
+    size_t *end; /* text id i (1-based) is buf[end[i - 2] (0 for i = 1), end[i - 1]) */
+    uint32_t n, cap_n;
+} tl_raw;
+
+#define TL_RAW_ELSEWHERE                                                                           \
+    UINT32_MAX /* tl_event.raw of an event whose text another carries (a                           \
+                  counter event's second value) */
+
+/* Append text (n bytes of JSON, compacted); returns its id (>= 1), or 0 when out of memory. */
+uint32_t tl_raw_add(tl_raw *r, const char *text, size_t n);
+/* The text of id (1 <= id <= r->n), not NUL-terminated, and its length. */
+static inline const char *tl_raw_text(const tl_raw *r, uint32_t id, size_t *len)
+{
+    size_t b = id >= 2 ? r->end[id - 2] : 0;
+    *len = r->end[id - 1] - b;
+    return r->buf + b;
+}
 
 typedef enum tl_track_kind {
     TL_TRACK_THREAD = 0, /* a host thread */
@@ -241,6 +271,18 @@ typedef struct tl_trace {
     size_t nsteps_samples;
 
     int finished; /* tl_trace_finish ran */
+
+    /* Lossless export. keep_raw: set by the caller before loading (`tally export` does; the
+     * reports do not) to have the JSON reader keep what it reads as text in raw: each event's
+     * text in its tl_event.raw, the elements of traceEvents that are no event of the model
+     * (metadata, flows, E ends, async and global events, what it skips) in raw_other in file
+     * order, and the top-level members but traceEvents in raw_members. raw_kept: the reader
+     * did (a JSON input read with keep_raw); the Chrome writer then writes those texts. */
+    int keep_raw, raw_kept;
+    tl_raw raw;
+    uint32_t *raw_other, *raw_members;
+    size_t nraw_other, cap_raw_other;
+    uint32_t nraw_members, cap_raw_members;
 
     /* private: track lookup hash (index + 1, 0 = empty) */
     uint32_t *track_slots_;

@@ -93,7 +93,7 @@ expect_usage "$TALLY" report "$trace" --asc=yes
 expect_usage "$TALLY" report "$trace" --sort
 expect_usage "$TALLY" report "$trace" "$trace"
 expect_usage "$TALLY" diff "$trace"
-expect_usage "$TALLY" export "$trace"
+expect_usage "$TALLY" export - </dev/null
 expect_usage "$TALLY" run --write bogus -- true
 expect_usage "$TALLY" demo --rmsnorm nope
 expect_usage "$TALLY" ops "$trace" --sort no_such_key

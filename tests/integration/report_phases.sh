@@ -124,7 +124,7 @@ expect 2 "$TALLY" report
 expect 1 "$TALLY" report "$work/does-not-exist.tally"
 printf '{"traceEvents": [ {"ph": "X", "ts": 1, ' >"$work/bad.json"
 expect 1 "$TALLY" report "$work/bad.json"
-expect 2 "$TALLY" export "$trace"
+expect 2 "$TALLY" export - </dev/null
 expect 1 "$TALLY" export "$work/bad.json" -o "$work/x.json"
 grep -q -- "--views" <<<"$("$TALLY" report --help)"
 grep -q -- "-o" <<<"$("$TALLY" export --help)"
