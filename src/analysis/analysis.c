@@ -7,6 +7,7 @@
  */
 #include "analysis/analysis.h"
 #include "analysis/steps.h"
+#include "trace/checked.h"
 #include "trace/natsort.h"
 
 #include <stdlib.h>
@@ -276,7 +277,7 @@ void tl_self_times(const tl_trace *t, int64_t *out)
     for (size_t i = 0; i < t->nev; i++) {
         const tl_event *e = &t->ev[i];
         if (e->parent != TL_NONE && !(e->flags & TL_EV_INSTANT) && e->dur > 0)
-            out[e->parent] -= e->dur;
+            out[e->parent] = tl_sub_sat(out[e->parent], e->dur);
     }
 }
 

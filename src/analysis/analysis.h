@@ -7,6 +7,7 @@
 #define TALLY_ANALYSIS_H
 
 #include "report/table.h"
+#include "trace/checked.h"
 #include "trace/model.h"
 
 /* ---- intervals -------------------------------------------------------------------------- */
@@ -35,6 +36,13 @@ void tl_ivset_subtract(const tl_ivset *a, const tl_ivset *b, tl_ivset *out);  /*
 void tl_ivset_clip(tl_ivset *set, int64_t s, int64_t e); /* keep only the part inside [s,e) */
 void tl_ivset_clear(tl_ivset *set);
 void tl_ivset_free(tl_ivset *set);
+
+/* The mean of n values that sum to total, rounded to nearest (n > 0); a saturated total gives
+ * INT64_MAX / n rather than a wrapped sum. */
+static inline int64_t tl_avg_round(int64_t total, int64_t n)
+{
+    return tl_add_sat(total, n / 2) / n;
+}
 
 /* ---- the profiled window ---------------------------------------------------------------- */
 

@@ -15,6 +15,7 @@
  * span − union of the ops.
  */
 #include "analysis/insight.h"
+#include "trace/checked.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -112,7 +113,7 @@ static void queue_stats(qpoint *q, size_t nq, tl_stream_stats *st)
     int64_t cur = 0, area = 0;
     for (size_t i = 0; i < nq; i++) {
         if (i)
-            area += cur * (q[i].t - q[i - 1].t);
+            area = tl_add_sat(area, tl_mul_sat(cur, q[i].t - q[i - 1].t));
         cur += q[i].d;
         if (cur > st->queue_max)
             st->queue_max = cur;
@@ -185,12 +186,12 @@ static int stream_pass(const tl_trace *t, const tl_gpu_scope *sc, uint8_t *named
                 w = TL_WAIT_KERNEL; /* an op without a known launch call lands here too */
             else
                 w = TL_WAIT_OTHER;
-            st->wait[w] += len;
+            st->wait[w] = tl_add_sat(st->wait[w], len);
             if (raw >= TL_LONG_GAP_NS && len > 0) {
                 st->long_gaps++;
-                st->long_time += len;
+                st->long_time = tl_add_sat(st->long_time, len);
             } else if (w != TL_WAIT_OTHER && e->cat == TL_CAT_KERNEL) {
-                st->launch_wait += len;
+                st->launch_wait = tl_add_sat(st->launch_wait, len);
             }
             if (len > 0) {
                 if (x->ngaps % 1024 == 0) {
@@ -205,9 +206,9 @@ static int stream_pass(const tl_trace *t, const tl_gpu_scope *sc, uint8_t *named
             }
         }
         if (prev_end == INT64_MIN || e->ts > prev_end)
-            st->busy += in_window(sc, e->ts, end);
+            st->busy = tl_add_sat(st->busy, in_window(sc, e->ts, end));
         else if (end > prev_end)
-            st->busy += in_window(sc, prev_end, end);
+            st->busy = tl_add_sat(st->busy, in_window(sc, prev_end, end));
         if (end > prev_end)
             prev_end = end;
         st->ops++;
@@ -219,18 +220,18 @@ static int stream_pass(const tl_trace *t, const tl_gpu_scope *sc, uint8_t *named
         if (e->cat != TL_CAT_KERNEL)
             continue;
         st->kernels++;
-        st->kernel_time += e->dur;
+        st->kernel_time = tl_add_sat(st->kernel_time, e->dur);
         if (comm_name(t, named, e->name))
-            st->comm_time += e->dur;
+            st->comm_time = tl_add_sat(st->comm_time, e->dur);
         else
-            st->comp_time += e->dur;
+            st->comp_time = tl_add_sat(st->comp_time, e->dur);
         if (e->dur < x->short_ns) {
             st->short_kernels++;
-            st->short_time += e->dur;
+            st->short_time = tl_add_sat(st->short_time, e->dur);
         }
         if (call) {
             st->linked++;
-            st->call_time += call->dur;
+            st->call_time = tl_add_sat(st->call_time, call->dur);
             int64_t d = e->ts - call->ts;
             st->delays[st->ndelays++] = d > 0 ? d : 0;
         }
@@ -266,7 +267,7 @@ static void assign_roles(tl_idle *x)
         int64_t dev = 0;
         for (size_t j = 0; j < x->nstreams; j++)
             if (x->streams[j].device == s->device && x->streams[j].role != TL_ROLE_COMM)
-                dev += x->streams[j].comp_time;
+                dev = tl_add_sat(dev, x->streams[j].comp_time);
         if (s->comp_time <= 0 || 100.0 * (double)s->comp_time < TL_SIDE_STREAM_PCT * (double)dev)
             s->role = TL_ROLE_SIDE;
     }

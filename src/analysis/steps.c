@@ -6,6 +6,7 @@
  * (the one tally_stop closed, which has no count) takes no other step's count.
  */
 #include "analysis/steps.h"
+#include "trace/checked.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -85,7 +86,7 @@ int tl_steps_load(const tl_trace *t, tl_steps *out)
         s->name = e->name;
         s->ev = (int32_t)i;
         s->samples = nums ? samples_of(t, nums, spans, e->value) : 0;
-        out->total += e->dur;
+        out->total = tl_add_sat(out->total, e->dur);
         if (s->samples > 0)
             out->with_samples = 1;
     }

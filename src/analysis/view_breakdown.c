@@ -35,6 +35,7 @@
  */
 #include "analysis/steps.h"
 #include "analysis/views.h"
+#include "trace/checked.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -395,10 +396,10 @@ tl_table *tl_view_breakdown(const tl_trace *t, const tl_view_opts *o, tl_error *
         else
             tl_table_str(tab, row, B_STEP, tl_str(&t->strings, st[k].name));
         tl_table_time(tab, row, B_TIME, st[k].e - st[k].s);
-        sum[R_N] += st[k].e - st[k].s;
+        sum[R_N] = tl_add_sat(sum[R_N], st[k].e - st[k].s);
         for (int r = 0; r < R_N; r++) {
             st[k].cost[r] = within(&cost[r], st[k].s, st[k].e);
-            sum[r] += st[k].cost[r];
+            sum[r] = tl_add_sat(sum[r], st[k].cost[r]);
             if (col[r] >= 0)
                 tl_table_time(tab, row, col[r], st[k].cost[r]);
         }

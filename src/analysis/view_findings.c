@@ -12,6 +12,7 @@
 #include "analysis/attrib.h"
 #include "analysis/insight.h"
 #include "analysis/memory.h"
+#include "trace/checked.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -331,11 +332,11 @@ static void check_copies(ctx *c)
         n++;
         nsync += sync;
         npage += pageable;
-        bytes += e->value;
+        bytes = tl_add_sat(bytes, e->value);
         int64_t blocked = e->dur;
         if (call && call->dur > blocked)
             blocked = call->dur;
-        stake += blocked;
+        stake = tl_add_sat(stake, blocked);
     }
     if (!n || pct(stake, c->w.total) < COPY_STAKE_PCT_MIN)
         return;
@@ -438,8 +439,8 @@ static void check_dominant(ctx *c)
         owner[nowner++] = j;
         if (j == TL_NONE)
             continue;
-        acc[t->ev[j].name] += e->dur;
-        total += e->dur;
+        acc[t->ev[j].name] = tl_add_sat(acc[t->ev[j].name], e->dur);
+        total = tl_add_sat(total, e->dur);
         gpu = 1;
     }
     if (gpu) {
@@ -461,8 +462,8 @@ static void check_dominant(ctx *c)
             for (size_t i = 0; i < t->nev; i++) {
                 if (t->ev[i].cat != cat || self[i] <= 0)
                     continue;
-                acc[t->ev[i].name] += self[i];
-                total += self[i];
+                acc[t->ev[i].name] = tl_add_sat(acc[t->ev[i].name], self[i]);
+                total = tl_add_sat(total, self[i]);
             }
             what = cat == TL_CAT_OPERATOR ? "of operator self CPU time" : "of range self time";
             cpu_cat = cat;

@@ -9,6 +9,7 @@
  * findings use too.
  */
 #include "analysis/insight.h"
+#include "trace/checked.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -99,7 +100,7 @@ static void launch_row(tl_table *tab, const char *scope, const tl_stream_stats *
     if (s->ndelays) {
         int64_t sum = 0;
         for (size_t i = 0; i < s->ndelays; i++)
-            sum += s->delays[i];
+            sum = tl_add_sat(sum, s->delays[i]);
         tl_table_time(tab, r, L_AVG, sum / (int64_t)s->ndelays);
         tl_table_time(tab, r, L_P50, tl_percentile(s->delays, s->ndelays, 0.50));
         tl_table_time(tab, r, L_P95, tl_percentile(s->delays, s->ndelays, 0.95));
@@ -221,9 +222,9 @@ tl_table *tl_view_gaps_ex(const tl_trace *t, const tl_view_opts *o, int64_t kern
         all.kernels += s->kernels;
         all.linked += s->linked;
         all.short_kernels += s->short_kernels;
-        all.short_time += s->short_time;
-        all.kernel_time += s->kernel_time;
-        all.call_time += s->call_time;
+        all.short_time = tl_add_sat(all.short_time, s->short_time);
+        all.kernel_time = tl_add_sat(all.kernel_time, s->kernel_time);
+        all.call_time = tl_add_sat(all.call_time, s->call_time);
         memcpy(all.delays + all.ndelays, s->delays, s->ndelays * sizeof *s->delays);
         all.ndelays += s->ndelays;
     }

@@ -188,7 +188,8 @@ tl_table *tl_view_gpu(const tl_trace *t, const tl_view_opts *o, tl_error *err)
         acc_add(&dev[k], c, e);
         acc_add(&pool, c, e); /* the pool of all devices (a row with several) */
     }
-    qsort(dev, ndev, sizeof *dev, cmp_dev);
+    if (ndev) /* dev is NULL without devices, and qsort(NULL, 0) is undefined */
+        qsort(dev, ndev, sizeof *dev, cmp_dev);
     for (size_t k = 0; k < ndev; k++) {
         int r = tl_table_add_row(tab);
         if (r < 0)

@@ -8,6 +8,7 @@
  */
 #include "analysis/attrib.h"
 #include "analysis/views.h"
+#include "trace/checked.h"
 
 #include <stdlib.h>
 
@@ -76,12 +77,12 @@ tl_table *tl_view_kernel(const tl_trace *t, const tl_view_opts *o, tl_error *err
         }
         kacc *a = &acc[k];
         a->calls++;
-        a->total += e->dur;
+        a->total = tl_add_sat(a->total, e->dur);
         if (e->dur > a->max)
             a->max = e->dur;
         if (e->dur < a->min)
             a->min = e->dur;
-        sum += e->dur;
+        sum = tl_add_sat(sum, e->dur);
     }
     /* column indices of the table actually built */
     int cn = 0, cc = per_stream ? C_CALLS : 1, ct = cc + 1, ca = cc + 2, cx = cc + 3, cm = cc + 4,
@@ -99,7 +100,7 @@ tl_table *tl_view_kernel(const tl_trace *t, const tl_view_opts *o, tl_error *err
         }
         tl_table_int(tab, r, cc, a->calls);
         tl_table_time(tab, r, ct, a->total);
-        tl_table_time(tab, r, ca, (a->total + a->calls / 2) / a->calls);
+        tl_table_time(tab, r, ca, tl_avg_round(a->total, a->calls));
         tl_table_time(tab, r, cx, a->max);
         tl_table_time(tab, r, cm, a->min);
         if (sum > 0)

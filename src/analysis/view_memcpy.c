@@ -9,6 +9,7 @@
  */
 #include "analysis/attrib.h"
 #include "analysis/views.h"
+#include "trace/checked.h"
 
 #include <stdlib.h>
 
@@ -93,8 +94,8 @@ tl_table *tl_view_memcpy(const tl_trace *t, const tl_view_opts *o, tl_error *err
             continue;
         macc *a = &acc[kind_of(e)];
         a->calls++;
-        a->bytes += e->value > 0 ? e->value : 0;
-        a->total += e->dur;
+        a->bytes = tl_add_sat(a->bytes, e->value > 0 ? e->value : 0);
+        a->total = tl_add_sat(a->total, e->dur);
         if (e->dur > a->max)
             a->max = e->dur;
         if (e->dur < a->min)
@@ -118,7 +119,7 @@ tl_table *tl_view_memcpy(const tl_trace *t, const tl_view_opts *o, tl_error *err
         tl_table_int(tab, r, C_CALLS, a->calls);
         tl_table_bytes(tab, r, C_BYTES, a->bytes);
         tl_table_time(tab, r, C_TOTAL, a->total);
-        tl_table_time(tab, r, C_AVG, (a->total + a->calls / 2) / a->calls);
+        tl_table_time(tab, r, C_AVG, tl_avg_round(a->total, a->calls));
         tl_table_time(tab, r, C_MAX, a->max);
         tl_table_time(tab, r, C_MIN, a->min);
         if (a->total > 0) {

@@ -6,6 +6,7 @@
  */
 #include "analysis/memory.h"
 #include "analysis/views.h"
+#include "trace/checked.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -205,7 +206,7 @@ static tl_table *timeline_table(const tl_trace *t, const tl_mem *m, const tl_vie
         int64_t span = t1 > t0 ? t1 - t0 : 1, level = d->alloc_start;
         size_t p = 0;
         for (int k = 0; k < SPARK_WIDTH; k++) {
-            int64_t end = t0 + (int64_t)((double)span * (k + 1) / SPARK_WIDTH);
+            int64_t end = tl_add_sat(t0, tl_d_to_i64((double)span * (k + 1) / SPARK_WIDTH));
             hi[k] = level;
             for (; p < d->nseries && (d->series[p].ts < end || k == SPARK_WIDTH - 1); p++) {
                 level = d->series[p].allocated;

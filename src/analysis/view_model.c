@@ -28,6 +28,7 @@
  */
 #include "analysis/steps.h"
 #include "analysis/views.h"
+#include "trace/checked.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -211,7 +212,7 @@ static void summary_row(tl_table *tab, const char *name, int indent, const phase
 
 static void stat_add(int64_t *total, int64_t *max, int64_t *min, int64_t calls, int64_t v)
 {
-    *total += v;
+    *total = tl_add_sat(*total, v);
     if (calls == 1 || v > *max)
         *max = v;
     if (calls == 1 || v < *min)
@@ -320,9 +321,9 @@ tl_table *tl_view_model(const tl_trace *t, const tl_view_opts *o, tl_error *err)
             if (st[k].s >= end)
                 break;
             int64_t a = s > st[k].s ? s : st[k].s, b = end < st[k].e ? end : st[k].e;
-            st[k].cpu[p] += b - a;
+            st[k].cpu[p] = tl_add_sat(st[k].cpu[p], b - a);
             tl_ivset_extend(&st[k].cover, a, b);
-            in += b - a;
+            in = tl_add_sat(in, b - a);
         }
         it[q].cpu = in;
         if (in > 0) {
@@ -344,11 +345,11 @@ tl_table *tl_view_model(const tl_trace *t, const tl_view_opts *o, tl_error *err)
         int k = tl_steps_at(&steps, t->ev[e->link].ts);
         if (k < 0)
             continue;
-        st[k].gpu_all += e->dur;
+        st[k].gpu_all = tl_add_sat(st[k].gpu_all, e->dur);
         int32_t q = outer[e->link];
         if (q >= 0 && it[q].cpu > 0) {
-            st[k].gpu[it[q].phase] += e->dur;
-            it[q].gpu += e->dur;
+            st[k].gpu[it[q].phase] = tl_add_sat(st[k].gpu[it[q].phase], e->dur);
+            it[q].gpu = tl_add_sat(it[q].gpu, e->dur);
         }
     }
     int64_t gcount[PH_N] = {0};
@@ -368,18 +369,18 @@ tl_table *tl_view_model(const tl_trace *t, const tl_view_opts *o, tl_error *err)
         goto oom;
     for (int k = 0; k < nst; k++) {
         int64_t d = st[k].e - st[k].s;
-        window += d;
+        window = tl_add_sat(window, d);
         step_ps.calls++;
         stat_add(&step_ps.total, &step_ps.max, &step_ps.min, step_ps.calls, d);
         stat_add(&step_ps.gpu_total, &step_ps.gpu_max, &step_ps.gpu_min, step_ps.calls,
                  st[k].gpu_all);
         tl_ivset_normalize(&st[k].cover);
         other[k] = d - tl_ivset_length(&st[k].cover);
-        other_ps.total += other[k];
+        other_ps.total = tl_add_sat(other_ps.total, other[k]);
         int64_t g = st[k].gpu_all;
         for (int p = 0; p < PH_N; p++)
-            g -= st[k].gpu[p];
-        other_gpu += g;
+            g = tl_sub_sat(g, st[k].gpu[p]);
+        other_gpu = tl_add_sat(other_gpu, g);
     }
     other_ps.gpu_total = other_gpu;
 
@@ -434,17 +435,17 @@ tl_table *tl_view_model(const tl_trace *t, const tl_view_opts *o, tl_error *err)
                 tl_table_str(pt, r, PS_STEP, tl_str(&t->strings, st[k].name));
             int64_t v = g ? st[k].gpu_all : st[k].e - st[k].s;
             tl_table_time(pt, r, PS_TIME, v);
-            sum[PS_TIME] += v;
+            sum[PS_TIME] = tl_add_sat(sum[PS_TIME], v);
             int64_t rest = v;
             for (int p = 0; p < PH_N; p++) {
                 v = g ? st[k].gpu[p] : st[k].cpu[p];
                 tl_table_time(pt, r, PS_PHASE0 + p, v);
-                sum[PS_PHASE0 + p] += v;
-                rest -= v;
+                sum[PS_PHASE0 + p] = tl_add_sat(sum[PS_PHASE0 + p], v);
+                rest = tl_sub_sat(rest, v);
             }
             v = g ? rest : other[k];
             tl_table_time(pt, r, PS_OTHER, v);
-            sum[PS_OTHER] += v;
+            sum[PS_OTHER] = tl_add_sat(sum[PS_OTHER], v);
         }
         if (nst > 1) {
             int r = tl_table_add_row(pt);

@@ -18,6 +18,7 @@
  */
 #include "analysis/attrib.h"
 #include "analysis/views.h"
+#include "trace/checked.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -85,7 +86,7 @@ static void put_op_row(tl_table *tab, int r, const tl_trace *t, const op_acc *a,
     tl_table_int(tab, r, C_CALLS, a->calls);
     tl_table_time(tab, r, C_CPU_TOTAL, a->cpu);
     tl_table_time(tab, r, C_CPU_SELF, a->self);
-    tl_table_time(tab, r, C_CPU_AVG, (a->cpu + a->calls / 2) / a->calls);
+    tl_table_time(tab, r, C_CPU_AVG, tl_avg_round(a->cpu, a->calls));
     tl_table_time(tab, r, C_CPU_MAX, a->cpu_max);
     tl_table_time(tab, r, C_CPU_MIN, a->cpu_min);
     if (sum_cpu > 0)
@@ -93,7 +94,7 @@ static void put_op_row(tl_table *tab, int r, const tl_trace *t, const op_acc *a,
     if (!gpu)
         return;
     tl_table_time(tab, r, C_GPU_TOTAL, a->gpu);
-    tl_table_time(tab, r, C_GPU_AVG, (a->gpu + a->calls / 2) / a->calls);
+    tl_table_time(tab, r, C_GPU_AVG, tl_avg_round(a->gpu, a->calls));
     tl_table_time(tab, r, C_GPU_MAX, a->gpu_max);
     tl_table_time(tab, r, C_GPU_MIN, a->gpu_min);
     tl_table_time(tab, r, C_DEV_TOTAL, a->dev);
@@ -161,10 +162,10 @@ tl_table *tl_view_operator(const tl_trace *t, const tl_view_opts *o, tl_error *e
     for (size_t i = 0; i < t->nev; i++) {
         const tl_event *e = &t->ev[i];
         if (opid[i] >= 0)
-            oc[opid[i]].self += e->dur;
+            oc[opid[i]].self = tl_add_sat(oc[opid[i]].self, e->dur);
         if (e->parent != TL_NONE && opid[e->parent] >= 0 && e->dur > 0 &&
             !(e->flags & TL_EV_INSTANT))
-            oc[opid[e->parent]].self -= e->dur;
+            oc[opid[e->parent]].self = tl_sub_sat(oc[opid[e->parent]].self, e->dur);
     }
     /* device work: to its owner and every operator above it */
     for (size_t i = 0; i < t->nev; i++) {
@@ -180,9 +181,9 @@ tl_table *tl_view_operator(const tl_trace *t, const tl_view_opts *o, tl_error *e
         for (int32_t a = ow; a != TL_NONE; a = t->ev[a].parent) {
             if (opid[a] < 0)
                 continue;
-            oc[opid[a]].dev += e->dur;
+            oc[opid[a]].dev = tl_add_sat(oc[opid[a]].dev, e->dur);
             if (e->cat == TL_CAT_KERNEL)
-                oc[opid[a]].kern += e->dur;
+                oc[opid[a]].kern = tl_add_sat(oc[opid[a]].kern, e->dur);
         }
     }
 
@@ -217,16 +218,16 @@ tl_table *tl_view_operator(const tl_trace *t, const tl_view_opts *o, tl_error *e
         const op_call *call = &oc[opid[i]];
         int64_t g = call->kern;
         a->calls++;
-        a->cpu += e->dur;
-        a->self += call->self;
+        a->cpu = tl_add_sat(a->cpu, e->dur);
+        a->self = tl_add_sat(a->self, call->self);
         a->cpu_max = e->dur > a->cpu_max ? e->dur : a->cpu_max;
         a->cpu_min = e->dur < a->cpu_min ? e->dur : a->cpu_min;
-        a->gpu += g;
+        a->gpu = tl_add_sat(a->gpu, g);
         a->gpu_max = g > a->gpu_max ? g : a->gpu_max;
         a->gpu_min = g < a->gpu_min ? g : a->gpu_min;
-        a->dev += call->dev;
-        sum_cpu += e->dur;
-        sum_dev += call->dev;
+        a->dev = tl_add_sat(a->dev, call->dev);
+        sum_cpu = tl_add_sat(sum_cpu, e->dur);
+        sum_dev = tl_add_sat(sum_dev, call->dev);
     }
     if (expand) {
         /* device work by (owning op name, device-event name) */
@@ -263,7 +264,7 @@ tl_table *tl_view_operator(const tl_trace *t, const tl_view_opts *o, tl_error *e
             }
             child_acc *ca = &ch[c];
             ca->calls++;
-            ca->total += e->dur;
+            ca->total = tl_add_sat(ca->total, e->dur);
             ca->max = e->dur > ca->max ? e->dur : ca->max;
             ca->min = e->dur < ca->min ? e->dur : ca->min;
         }
@@ -306,7 +307,7 @@ tl_table *tl_view_operator(const tl_trace *t, const tl_view_opts *o, tl_error *e
                 tl_table_indent(out, cr, C_NAME, 1);
                 tl_table_int(out, cr, C_CALLS, ch[c].calls);
                 tl_table_time(out, cr, C_GPU_TOTAL, ch[c].total);
-                tl_table_time(out, cr, C_GPU_AVG, (ch[c].total + ch[c].calls / 2) / ch[c].calls);
+                tl_table_time(out, cr, C_GPU_AVG, tl_avg_round(ch[c].total, ch[c].calls));
                 tl_table_time(out, cr, C_GPU_MAX, ch[c].max);
                 tl_table_time(out, cr, C_GPU_MIN, ch[c].min);
                 tl_table_time(out, cr, C_DEV_TOTAL, ch[c].total);

@@ -28,6 +28,7 @@
  */
 #include "analysis/attrib.h"
 #include "analysis/views.h"
+#include "trace/checked.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -554,16 +555,18 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
         ops_row *a = &X.rows[r];
         a->count++;
         if (device) {
-            a->cuda += dur;
-            a->self_cuda += dur;
+            a->cuda = tl_add_sat(a->cuda, dur);
+            a->self_cuda = tl_add_sat(a->self_cuda, dur);
             continue;
         }
-        a->cpu += dur;
+        a->cpu = tl_add_sat(a->cpu, dur);
         if (x->async)
             continue;
-        a->self_cpu += dur;
-        if (x->eparent != TL_NONE)
-            X.rows[in[x->eparent].row].self_cpu -= dur;
+        a->self_cpu = tl_add_sat(a->self_cpu, dur);
+        if (x->eparent != TL_NONE) {
+            ops_row *pa = &X.rows[in[x->eparent].row];
+            pa->self_cpu = tl_sub_sat(pa->self_cpu, dur);
+        }
     }
     /* 4. memory: records sorted by time; each host event takes those in [start, end] (on any
      * thread, as torch does); records in no event become rows of their own */
@@ -591,8 +594,8 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
         for (size_t j = 0; j < nmem; j++) {
             int oom_rec = (name_flags(t, named, t->ev[mem[j].ev].name) & NM_OOM) != 0;
             int64_t b = oom_rec ? 0 : mem[j].bytes;
-            pc[j + 1] = pc[j] + (mem[j].device ? 0 : b);
-            pd[j + 1] = pd[j] + (mem[j].device ? b : 0);
+            pc[j + 1] = tl_add_sat(pc[j], mem[j].device ? 0 : b);
+            pd[j + 1] = tl_add_sat(pd[j], mem[j].device ? b : 0);
         }
         /* Events of a track come by start: the lower bound only moves forward along a track,
          * and the upper one is near it for all but the longest events. */
@@ -616,18 +619,18 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
             attributed[hi]--;
             if (x->merged)
                 continue; /* gone from torch's list: its bytes are in its parent's */
-            int64_t hc = pc[hi] - pc[lo], dc = pd[hi] - pd[lo];
+            int64_t hc = tl_sub_sat(pc[hi], pc[lo]), dc = tl_sub_sat(pd[hi], pd[lo]);
             ops_row *a = &X.rows[x->row];
-            a->cpu_mem += hc;
-            a->cuda_mem += dc;
+            a->cpu_mem = tl_add_sat(a->cpu_mem, hc);
+            a->cuda_mem = tl_add_sat(a->cuda_mem, dc);
             if (x->async)
                 continue;
-            a->self_cpu_mem += hc;
-            a->self_cuda_mem += dc;
+            a->self_cpu_mem = tl_add_sat(a->self_cpu_mem, hc);
+            a->self_cuda_mem = tl_add_sat(a->self_cuda_mem, dc);
             if (x->eparent != TL_NONE) {
                 ops_row *pa = &X.rows[in[x->eparent].row];
-                pa->self_cpu_mem -= hc;
-                pa->self_cuda_mem -= dc;
+                pa->self_cpu_mem = tl_sub_sat(pa->self_cpu_mem, hc);
+                pa->self_cuda_mem = tl_sub_sat(pa->self_cuda_mem, dc);
             }
         }
         int32_t run = 0;
@@ -646,8 +649,8 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
             a->count++;
             int64_t *v = m->device ? &a->cuda_mem : &a->cpu_mem;
             int64_t *s = m->device ? &a->self_cuda_mem : &a->self_cpu_mem;
-            *v += m->bytes;
-            *s += m->bytes;
+            *v = tl_add_sat(*v, m->bytes);
+            *s = tl_add_sat(*s, m->bytes);
         }
     }
     /* 5. device work: Self CUDA of its owner (the innermost kept span around the runtime call
@@ -661,9 +664,12 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
             ow = in[ow].eparent;
         if (ow == TL_NONE)
             continue;
-        X.rows[in[ow].row].self_cuda += e->dur;
-        for (int32_t a = ow; a != TL_NONE; a = in[a].eparent)
-            X.rows[in[a].row].cuda += e->dur;
+        ops_row *own = &X.rows[in[ow].row];
+        own->self_cuda = tl_add_sat(own->self_cuda, e->dur);
+        for (int32_t a = ow; a != TL_NONE; a = in[a].eparent) {
+            ops_row *up = &X.rows[in[a].row];
+            up->cuda = tl_add_sat(up->cuda, e->dur);
+        }
     }
     rows = X.rows;
     nrows = X.nrows;
@@ -679,9 +685,9 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
     int64_t sum_self_cpu = 0, sum_self_cuda = 0;
     int has_cuda_mem = 0;
     for (size_t r = 0; r < nrows; r++) {
-        sum_self_cpu += rows[r].self_cpu;
+        sum_self_cpu = tl_add_sat(sum_self_cpu, rows[r].self_cpu);
         if (rows[r].device && !rows[r].annot)
-            sum_self_cuda += rows[r].self_cuda;
+            sum_self_cuda = tl_add_sat(sum_self_cuda, rows[r].self_cuda);
         if (rows[r].self_cuda_mem > 0)
             has_cuda_mem = 1;
     }
@@ -719,14 +725,14 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
         }
         tl_table_time(tab, r, map[K_SELF_CPU], a->self_cpu);
         tl_table_time(tab, r, map[K_CPU_TOTAL], a->cpu);
-        tl_table_time(tab, r, map[K_CPU_AVG], (a->cpu + a->count / 2) / a->count);
+        tl_table_time(tab, r, map[K_CPU_AVG], tl_avg_round(a->cpu, a->count));
         if (has_cuda) {
             tl_table_time(tab, r, map[K_SELF_CUDA], a->self_cuda);
             if (sum_self_cuda > 0)
                 tl_table_pct(tab, r, map[K_SELF_CUDA_PCT],
                              100.0 * (double)a->self_cuda / (double)sum_self_cuda);
             tl_table_time(tab, r, map[K_CUDA_TOTAL], a->cuda);
-            tl_table_time(tab, r, map[K_CUDA_AVG], (a->cuda + a->count / 2) / a->count);
+            tl_table_time(tab, r, map[K_CUDA_AVG], tl_avg_round(a->cuda, a->count));
         }
         if (nmem) {
             tl_table_bytes(tab, r, map[K_CPU_MEM], a->cpu_mem);

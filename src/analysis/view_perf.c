@@ -16,6 +16,7 @@
  */
 #include "analysis/steps.h"
 #include "analysis/views.h"
+#include "trace/checked.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -46,7 +47,7 @@ static void cost_row(tl_table *tab, const char *name, const int64_t *v, int n, i
 {
     int64_t total = 0, mx = 0, mn = 0;
     for (int k = 0; k < n; k++) {
-        total += v[k];
+        total = tl_add_sat(total, v[k]);
         if (k == 0 || v[k] > mx)
             mx = v[k];
         if (k == 0 || v[k] < mn)
@@ -111,7 +112,7 @@ tl_table *tl_view_perf(const tl_trace *t, const tl_view_opts *o, tl_error *err)
     int64_t batch_total = 0;
     for (int j = 0; j < n; j++) {
         v[j] = st[j].e - st[j].s;
-        batch_total += v[j];
+        batch_total = tl_add_sat(batch_total, v[j]);
     }
     cost_row(tab, "batch_cost", v, n, batch_total);
     if (any_reader) {
@@ -120,7 +121,7 @@ tl_table *tl_view_perf(const tl_trace *t, const tl_view_opts *o, tl_error *err)
         cost_row(tab, "reader_cost", v, n, batch_total);
         int64_t reader_total = 0;
         for (int j = 0; j < n; j++)
-            reader_total += reader[j];
+            reader_total = tl_add_sat(reader_total, reader[j]);
         tl_table_note(tab, "Reader Ratio: %.3f%% (reader time / step time)",
                       batch_total > 0 ? 100.0 * (double)reader_total / (double)batch_total : 0.0);
     }
@@ -140,7 +141,7 @@ tl_table *tl_view_perf(const tl_trace *t, const tl_view_opts *o, tl_error *err)
     double mx = 0, mn = 0;
     for (int j = 0; j < n; j++) {
         int64_t sm = samples_mode ? st[j].samples : 1;
-        samples += sm;
+        samples = tl_add_sat(samples, sm);
         double rate = (double)sm / ((double)(st[j].e - st[j].s) / 1e9);
         if (j == 0 || rate > mx)
             mx = rate;

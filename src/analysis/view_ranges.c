@@ -9,6 +9,7 @@
  */
 #include "analysis/steps.h"
 #include "analysis/views.h"
+#include "trace/checked.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -90,8 +91,8 @@ tl_table *tl_view_ranges(const tl_trace *t, const tl_view_opts *o, tl_error *err
             }
             agg *a = &ag[slot[nm]];
             a->calls++;
-            a->total += e->dur;
-            a->self += self[j];
+            a->total = tl_add_sat(a->total, e->dur);
+            a->self = tl_add_sat(a->self, self[j]);
             if (a->calls == 1 || e->dur > a->max)
                 a->max = e->dur;
             if (a->calls == 1 || e->dur < a->min)

@@ -11,6 +11,7 @@
  * failing view gives one error line and no half-printed report.
  */
 #include "report/summary.h"
+#include "trace/checked.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -271,7 +272,7 @@ char *tl_trace_meta_json(const tl_trace *t)
             threads, streams, w.nsteps);
     fprintf(f, ", \"span_us\": %.3f", (double)(t1 - t0) / 1e3);
     if (t->wall_offset)
-        fprintf(f, ", \"start_unix_us\": %.3f", (double)(t0 + t->wall_offset) / 1e3);
+        fprintf(f, ", \"start_unix_us\": %.3f", (double)tl_add_sat(t0, t->wall_offset) / 1e3);
     else
         fputs(", \"start_unix_us\": null", f);
     fputs(", \"devices\": [", f);
