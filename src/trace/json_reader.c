@@ -1192,8 +1192,12 @@ static int map_cat(jr *r, jstr c)
             return TL_CAT_RUNTIME;
         break;
     case 12:
-        if (EQ(c, "cuda_runtime") || EQ(c, "mtia_runtime"))
+        if (EQ(c, "cuda_runtime"))
             return TL_CAT_RUNTIME;
+        if (EQ(c, "mtia_runtime")) {
+            r->t->accel = "MTIA";
+            return TL_CAT_RUNTIME;
+        }
         if (EQ(c, "Optimization"))
             return TL_CAT_OPTIMIZER;
         break;
@@ -1208,8 +1212,10 @@ static int map_cat(jr *r, jstr c)
             return TL_CAT_USER;
         if (EQ(c, "python_function"))
             return TL_CAT_PYTHON;
-        if (EQ(c, "mtia_ccp_events"))
+        if (EQ(c, "mtia_ccp_events")) {
+            r->t->accel = "MTIA";
             return TL_CAT_KERNEL;
+        }
         break;
     case 17:
         if (EQ(c, "PythonUserDefined"))

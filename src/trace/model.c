@@ -284,6 +284,11 @@ void tl_trace_init(tl_trace *t)
     t->rank = -1;
 }
 
+const char *tl_accel_name(const tl_trace *t)
+{
+    return t->accel ? t->accel : "GPU";
+}
+
 void tl_trace_free(tl_trace *t)
 {
     tl_strtab_free(&t->strings);

@@ -231,6 +231,9 @@ typedef struct tl_trace {
     int32_t rank;        /* distributed rank, -1 = unknown */
     int32_t world_size;  /* 0 = unknown */
     int64_t pid;         /* main process id, 0 = unknown */
+    /* What the trace calls its accelerators, as the views name them ("GPU 0", "MTIA 9"): "GPU"
+     * unless the trace says otherwise (Kineto's mtia_* categories: "MTIA"). Static text. */
+    const char *accel;
 
     /* Losses and warnings carried by the trace (recorder counts). */
     uint64_t dropped; /* records dropped at the memory cap */
@@ -299,6 +302,8 @@ void *tl_big_calloc(size_t n, size_t size); /* zeroed */
 void *tl_big_realloc(void *p, size_t n);
 
 void tl_trace_init(tl_trace *t);
+/* What the trace calls its accelerators: t->accel, else "GPU". */
+const char *tl_accel_name(const tl_trace *t);
 void tl_trace_free(tl_trace *t);
 
 /* Append an event (zeroed, parent/link = TL_NONE); returns it, or NULL when out of memory.
