@@ -154,12 +154,16 @@ tl_table *tl_table_new(const char *title, const char *key, const tl_col *cols, i
 
 static void table_free_one(tl_table *t);
 
+_Static_assert(sizeof(tl_cell) == 24, "a cell is 24 bytes (see table.h)");
+
 static void free_row(tl_table *t, int row)
 {
     for (int c = 0; c < t->ncols; c++) {
         tl_cell *cell = &t->cells[(size_t)row * t->ncols + c];
-        free(cell->s);
-        cell->s = NULL;
+        if (t->cols[c].type == TL_COL_STR) {
+            free(cell->s);
+            cell->s = NULL;
+        }
     }
 }
 
@@ -219,6 +223,18 @@ static tl_cell *cell_at(tl_table *t, int row, int col)
     return &t->cells[(size_t)row * t->ncols + col];
 }
 
+/* The cell for a string: only a STR column holds one (s shares its bytes with d); a string
+ * given to another column leaves it set and zero, as it always read. */
+static tl_cell *str_cell_at(tl_table *t, int row, int col)
+{
+    tl_cell *c = cell_at(t, row, col);
+    if (c && t->cols[col].type != TL_COL_STR) {
+        c->set = 1;
+        return NULL;
+    }
+    return c;
+}
+
 static const tl_cell *ccell_at(const tl_table *t, int row, int col)
 {
     return &t->cells[(size_t)row * t->ncols + col];
@@ -226,7 +242,7 @@ static const tl_cell *ccell_at(const tl_table *t, int row, int col)
 
 void tl_table_str(tl_table *t, int row, int col, const char *s)
 {
-    tl_cell *c = cell_at(t, row, col);
+    tl_cell *c = str_cell_at(t, row, col);
     if (!c)
         return;
     free(c->s);
@@ -236,7 +252,7 @@ void tl_table_str(tl_table *t, int row, int col, const char *s)
 
 void tl_table_strf(tl_table *t, int row, int col, const char *fmt, ...)
 {
-    tl_cell *c = cell_at(t, row, col);
+    tl_cell *c = str_cell_at(t, row, col);
     if (!c)
         return;
     va_list ap;
@@ -260,7 +276,8 @@ void tl_table_int(tl_table *t, int row, int col, int64_t v)
     tl_cell *c = cell_at(t, row, col);
     if (c) {
         c->i = v;
-        c->d = (double)v;
+        if (t->cols[col].type != TL_COL_STR)
+            c->d = (double)v;
         c->set = 1;
     }
 }
@@ -279,7 +296,8 @@ void tl_table_pct(tl_table *t, int row, int col, double pct)
 {
     tl_cell *c = cell_at(t, row, col);
     if (c) {
-        c->d = pct;
+        if (t->cols[col].type != TL_COL_STR)
+            c->d = pct;
         c->set = 1;
     }
 }
@@ -375,21 +393,38 @@ void tl_table_sort(tl_table *t, int col, int desc, int from)
         return;
     int *idx = malloc((size_t)n * sizeof *idx);
     int *tmp = malloc((size_t)n * sizeof *tmp);
-    tl_cell *moved = malloc((size_t)n * t->ncols * sizeof *moved);
-    if (!idx || !tmp || !moved)
+    tl_cell *held = malloc((size_t)t->ncols * sizeof *held);
+    if (!idx || !tmp || !held)
         goto out;
     for (int i = 0; i < n; i++)
         idx[i] = from + i;
     sort_ctx x = {t, col, desc};
     merge_sort(&x, idx, tmp, n);
-    for (int i = 0; i < n; i++)
-        memcpy(&moved[(size_t)i * t->ncols], ccell_at(t, idx[i], 0),
-               (size_t)t->ncols * sizeof *moved);
-    memcpy(&t->cells[(size_t)from * t->ncols], moved, (size_t)n * t->ncols * sizeof *moved);
+    /* Row from + i takes row idx[i]: the permutation is applied in place, a cycle at a time,
+     * holding one row aside (a copy of every row would double the table's memory). */
+    size_t rowb = (size_t)t->ncols * sizeof *held;
+    memset(tmp, 0, (size_t)n * sizeof *tmp); /* done[i] */
+    for (int i = 0; i < n; i++) {
+        if (tmp[i] || idx[i] == from + i)
+            continue;
+        memcpy(held, &t->cells[(size_t)(from + i) * t->ncols], rowb);
+        int j = i;
+        for (;;) {
+            int k = idx[j] - from;
+            tmp[j] = 1;
+            if (k == i) {
+                memcpy(&t->cells[(size_t)(from + j) * t->ncols], held, rowb);
+                break;
+            }
+            memcpy(&t->cells[(size_t)(from + j) * t->ncols],
+                   &t->cells[(size_t)(from + k) * t->ncols], rowb);
+            j = k;
+        }
+    }
 out:
     free(idx);
     free(tmp);
-    free(moved);
+    free(held);
 }
 
 /* "total_us" matches "total", "ratio_pct" matches "ratio": the unit suffix may be left off. */
@@ -654,15 +689,28 @@ static void lb_field(linebuf *b, const char *s, int w, int left)
         lb_pad(b, ' ', w - sw);
 }
 
+/* The text of cell (r, c) with its indentation (at most 40 blanks, then at most 511 bytes),
+ * into buf. */
+static void text_cell(char buf[552], const tl_table *t, int r, int c, tl_unit unit)
+{
+    const tl_cell *cell = ccell_at(t, r, c);
+    int ind = cell->set && t->cols[c].type == TL_COL_STR ? cell->indent : 0;
+    if (ind > 20)
+        ind = 20;
+    memset(buf, ' ', (size_t)ind * 2);
+    fmt_text_cell(buf + ind * 2, 512, cell, t->cols[c].type, unit);
+}
+
+/* Two passes over the cells, each formatting them again: one for the column widths, one to
+ * write. Keeping every cell's text between them cost a malloc per cell (~40 bytes each, 300 MB
+ * for a million rows of seven columns). */
 static void text_table(tl_out *o, const tl_table *t)
 {
     FILE *f = o->f;
     int nc = t->ncols, nr = t->nrows;
-    char **txt = calloc((size_t)(nr ? nr : 1) * (nc ? nc : 1), sizeof *txt);
     int *w = calloc(nc ? (size_t)nc : 1, sizeof *w);
     char *show = calloc(nc ? (size_t)nc : 1, 1);
-    if (!txt || !w || !show) {
-        free(txt);
+    if (!w || !show) {
         free(w);
         free(show);
         return;
@@ -675,21 +723,13 @@ static void text_table(tl_out *o, const tl_table *t)
         for (int r = 0; r < nr && !show[c]; r++)
             show[c] = ccell_at(t, r, c)->set != 0;
     }
-    char buf[512];
+    char buf[552];
     for (int r = 0; r < nr; r++) {
         for (int c = 0; c < nc; c++) {
-            const tl_cell *cell = ccell_at(t, r, c);
-            fmt_text_cell(buf, sizeof buf, cell, t->cols[c].type, o->unit);
-            int ind = cell->set && t->cols[c].type == TL_COL_STR ? cell->indent : 0;
-            if (ind > 20)
-                ind = 20;
-            char *s = malloc(strlen(buf) + (size_t)ind * 2 + 1);
-            if (s) {
-                memset(s, ' ', (size_t)ind * 2);
-                strcpy(s + ind * 2, buf);
-            }
-            txt[(size_t)r * nc + c] = s;
-            int cw = s ? disp_width(s) : 0;
+            if (!show[c])
+                continue;
+            text_cell(buf, t, r, c, o->unit);
+            int cw = disp_width(buf);
             if (!o->wide && t->cols[c].type == TL_COL_STR && cw > TL_TEXT_MAX_NAME)
                 cw = TL_TEXT_MAX_NAME;
             if (cw > w[c])
@@ -743,8 +783,8 @@ static void text_table(tl_out *o, const tl_table *t)
                     continue;
                 if (k++)
                     lb_putn(&b, "  ", 2);
-                const char *s = txt[(size_t)r * nc + c];
-                lb_field(&b, s ? s : "", w[c], t->cols[c].left);
+                text_cell(buf, t, r, c, o->unit);
+                lb_field(&b, buf, w[c], t->cols[c].left);
             }
             lb_flush(&b, f);
         }
@@ -761,9 +801,6 @@ static void text_table(tl_out *o, const tl_table *t)
     for (int i = 0; i < t->nnotes; i++)
         fprintf(f, "%s\n", t->notes[i]);
     free(b.p);
-    for (size_t i = 0; i < (size_t)nr * nc; i++)
-        free(txt[i]);
-    free(txt);
     free(w);
     free(show);
 }

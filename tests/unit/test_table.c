@@ -313,6 +313,41 @@ TEST(sort_is_stable_and_puts_empty_last)
     tl_table_free(t);
 }
 
+/* The sort moves rows in place, a cycle of the permutation at a time: every row arrives whole
+ * (its name still beside its own number), in order, each once. */
+TEST(sort_moves_whole_rows_in_place)
+{
+    static const tl_col cols[] = {{"Name", "name", TL_COL_STR, 1},
+                                  {"Key", "key", TL_COL_INT, 0},
+                                  {"Ratio", "ratio_pct", TL_COL_PCT, 0}};
+    tl_table *t = tl_table_new("T", "t", cols, 3);
+    CHECK(t != NULL);
+    if (!t)
+        return;
+    enum { N = 1000 };
+    for (int i = 0; i < N; i++) {
+        int r = tl_table_add_row(t);
+        int64_t key = (int64_t)((i * 7919) % N); /* a permutation of 0..N-1 */
+        tl_table_strf(t, r, 0, "row%lld", (long long)key);
+        tl_table_int(t, r, 1, key);
+        tl_table_pct(t, r, 2, (double)key / 10);
+    }
+    tl_table_sort(t, 1, 0, 1); /* row 0 stays */
+    int ok = 1;
+    for (int r = 0; r < N; r++) {
+        const tl_cell *c = &t->cells[(size_t)r * 3];
+        char want[32];
+        snprintf(want, sizeof want, "row%lld", (long long)c[1].i);
+        ok &= !strcmp(c[0].s, want) && c[2].d == (double)c[1].i / 10;
+        if (r > 1)
+            ok &= c[1].i == t->cells[(size_t)(r - 1) * 3 + 1].i + 1;
+    }
+    CHECK(ok);
+    CHECK_EQ_INT(t->cells[1].i, 0); /* row 0 held key 0 and was left out */
+    CHECK_EQ_INT(t->cells[(size_t)(N - 1) * 3 + 1].i, N - 1);
+    tl_table_free(t);
+}
+
 TEST(find_col_by_key_title_or_base)
 {
     tl_table *t = demo_table();
@@ -366,6 +401,7 @@ int main(void)
     RUN(csv_has_plain_numbers);
     RUN(json_is_valid_and_numeric);
     RUN(sort_is_stable_and_puts_empty_last);
+    RUN(sort_moves_whole_rows_in_place);
     RUN(find_col_by_key_title_or_base);
     RUN(empty_column_left_out_of_text_only);
     RUN(chain_is_freed);
