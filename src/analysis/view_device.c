@@ -155,9 +155,10 @@ tl_table *tl_view_device(const tl_trace *t, const tl_view_opts *o, tl_error *err
                 if (t->devices[q].id == dev)
                     d = &t->devices[q];
             if (d && d->name)
-                tl_table_strf(tab, r, C_NAME, "GPU %d (%s)", dev, tl_str(&t->strings, d->name));
+                tl_table_strf(tab, r, C_NAME, "%s %d (%s)", tl_accel_name(t), dev,
+                              tl_str(&t->strings, d->name));
             else
-                tl_table_strf(tab, r, C_NAME, "GPU %d", dev);
+                tl_table_strf(tab, r, C_NAME, "%s %d", tl_accel_name(t), dev);
             tl_table_int(tab, r, C_DEVICE, dev);
             fill_row(tab, r, &dk, &dc, nk, nc, window);
         }

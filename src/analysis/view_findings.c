@@ -161,11 +161,13 @@ static void check_gpu_idle(ctx *c)
     int n = c->w.nsteps > 0 ? c->w.nsteps : 1;
     tm(a, sizeof a, worst_busy / n);
     tm(b, sizeof b, c->w.total / n);
-    snprintf(f->what, sizeof f->what, "GPU idle %.0f%% %s", p, of_window(c));
-    snprintf(f->evidence, sizeof f->evidence, "GPU %d busy %s of %s%s", (int)devs[worst], a, b,
-             c->w.nsteps ? " per step" : "");
+    const char *accel = tl_accel_name(c->t);
+    snprintf(f->what, sizeof f->what, "%s idle %.0f%% %s", accel, p, of_window(c));
+    snprintf(f->evidence, sizeof f->evidence, "%s %d busy %s of %s%s", accel, (int)devs[worst], a,
+             b, c->w.nsteps ? " per step" : "");
     snprintf(f->hint, sizeof f->hint,
-             "the GPU waits on the host: see 'tally gaps' for when and what the host was doing");
+             "the %s waits on the host: see 'tally gaps' for when and what the host was doing",
+             accel);
 }
 
 static int is_dataloader(const tl_trace *t, const tl_event *e)
@@ -233,10 +235,11 @@ static void check_dataloader(ctx *c)
     (TL_CATBIT(TL_CAT_USER) | TL_CATBIT(TL_CAT_DATALOADER) | TL_CATBIT(TL_CAT_FORWARD) |           \
      TL_CATBIT(TL_CAT_BACKWARD) | TL_CATBIT(TL_CAT_OPTIMIZER))
 
-/* "GPU 0 stream 7" */
+/* "GPU 0 stream 7" ("MTIA 9 stream 1": what the trace calls its accelerators) */
 static void stream_name(const tl_trace *t, const tl_stream_stats *s, char *buf, size_t n)
 {
-    snprintf(buf, n, "GPU %d stream %lld", (int)s->device, (long long)t->tracks[s->track].tid);
+    snprintf(buf, n, "%s %d stream %lld", tl_accel_name(t), (int)s->device,
+             (long long)t->tracks[s->track].tid);
 }
 
 /* Launch-bound: a compute stream whose kernels are mostly tiny and which waited for their
@@ -393,8 +396,8 @@ static void check_long_gaps(ctx *c)
     tm(at, sizeof at, g->s - t0);
     tm(thr, sizeof thr, LONG_GAP_NS);
     stream_name(t, s, sn, sizeof sn);
-    snprintf(f->what, sizeof f->what, "%lld GPU gap%s >= %s on %s (longest %s)",
-             (long long)s->long_gaps, s->long_gaps > 1 ? "s" : "", thr, sn, lg);
+    snprintf(f->what, sizeof f->what, "%lld %s gap%s >= %s on %s (longest %s)",
+             (long long)s->long_gaps, tl_accel_name(t), s->long_gaps > 1 ? "s" : "", thr, sn, lg);
     snprintf(f->evidence, sizeof f->evidence, "longest at +%s, %s%s%s", at,
              tl_wait_name((tl_wait)g->cause), ctxs[0] ? ", host in " : "", ctxs);
     snprintf(f->hint, sizeof f->hint,
@@ -511,7 +514,11 @@ static void check_dominant(ctx *c)
     char a[32], b[32];
     tm(a, sizeof a, top);
     tm(b, sizeof b, total);
-    snprintf(f->what, sizeof f->what, "%s takes %.0f%% %s", tl_str(&t->strings, best), p, what);
+    if (gpu)
+        snprintf(f->what, sizeof f->what, "%s takes %.0f%% of %s kernel time",
+                 tl_str(&t->strings, best), p, tl_accel_name(t));
+    else
+        snprintf(f->what, sizeof f->what, "%s takes %.0f%% %s", tl_str(&t->strings, best), p, what);
     snprintf(f->evidence, sizeof f->evidence, "%s of %s; next largest %.0f%%", a, b,
              pct(second, total));
     snprintf(f->hint, sizeof f->hint,
@@ -557,7 +564,7 @@ static void check_exposed_comm(ctx *c)
     if (cs)
         stream_name(c->t, cs, where, sizeof where);
     else
-        snprintf(where, sizeof where, "GPU %d", (int)dev);
+        snprintf(where, sizeof where, "%s %d", tl_accel_name(c->t), (int)dev);
     snprintf(f->what, sizeof f->what, "Communication not overlapped on %s: %.0f%% %s", where, p,
              of_window(c));
     snprintf(f->evidence, sizeof f->evidence, "%s of %s communication had no compute beside it", a,

@@ -199,10 +199,10 @@ tl_table *tl_view_gpu(const tl_trace *t, const tl_view_opts *o, tl_error *err)
             if (t->devices[q].id == dev[k].device)
                 d = &t->devices[q];
         if (d && d->name)
-            tl_table_strf(tab, r, C_NAME, "GPU %d (%s)", (int)dev[k].device,
+            tl_table_strf(tab, r, C_NAME, "%s %d (%s)", tl_accel_name(t), (int)dev[k].device,
                           tl_str(&t->strings, d->name));
         else
-            tl_table_strf(tab, r, C_NAME, "GPU %d", (int)dev[k].device);
+            tl_table_strf(tab, r, C_NAME, "%s %d", tl_accel_name(t), (int)dev[k].device);
         tl_table_int(tab, r, C_DEVICE, dev[k].device);
         fill_row(tab, r, &dev[k], &sc);
     }
