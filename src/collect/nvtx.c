@@ -276,6 +276,9 @@ static int do_push(const struct nvtxDomainRegistration_st *dom, const char *msg,
     uint16_t di = dom ? dom->index : 0;
     size_t name_len, shapes_len;
     const char *shapes;
+    int step = is_step(msg, len);
+    if (step)
+        tally__step_range_begin(); /* before the range: the step holds it */
     if (!dom && !a && tally__nvtx_parse_op(msg, len, &name_len, &shapes, &shapes_len)) {
         atomic_store_explicit(&g_emit_nvtx_seen, 1, memory_order_relaxed);
         tally__push_copy(msg, name_len, TALLY_OPERATOR, shapes, shapes_len);
@@ -292,7 +295,7 @@ static int do_push(const struct nvtxDomainRegistration_st *dom, const char *msg,
         level += t->dom[i] == di;
     if (t->depth < STACK_MAX) {
         t->dom[t->depth] = di;
-        t->step[t->depth] = (uint8_t)is_step(msg, len);
+        t->step[t->depth] = (uint8_t)step;
     }
     t->depth++;
     errno = saved;
@@ -390,8 +393,11 @@ static nvtxRangeId_t do_start(const struct nvtxDomainRegistration_st *dom, const
         if (t)
             cat = describe(dom, a, t, &args_len);
     }
+    int step = is_step(msg, len);
+    if (step)
+        tally__step_range_begin(); /* before the range: the step holds it */
     nvtxRangeId_t id = tally__begin_copy(msg, name_len, cat);
-    if (is_step(msg, len)) {
+    if (step) {
         int synthetic = id == 0;
         if (synthetic)
             id = atomic_fetch_add_explicit(&g_synthetic_id, 1, memory_order_relaxed);

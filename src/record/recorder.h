@@ -37,6 +37,9 @@ int tally__push_argref(const tally_srcloc *loc, uint64_t key);
 void tally__push_argkey(const tally_srcloc *loc, uint64_t key, const char *arg, size_t len);
 tally_range tally__begin_copy(const char *name, size_t len, uint32_t cat);
 void tally__mark_copy(const char *name, size_t len);
+/* An NVTX step range (TALLY_STEP_RANGE) begins: the session's first step, whose begin waited
+ * for it, begins here (so step 0 holds no start-up time before the program's first step). */
+void tally__step_range_begin(void);
 /* Name an OS thread by tid (NVTX's nameOsThread). */
 void tally__name_thread(int64_t tid, const char *name);
 

@@ -315,6 +315,18 @@ static void grace(void)
     nanosleep(&ts, NULL);
 }
 
+/* The step whose STEP_BEGIN waits for the first NVTX step range; -1 = none. */
+static _Atomic int64_t g_deferred_step = -1;
+
+void tally__step_range_begin(void)
+{
+    if (atomic_load_explicit(&g_deferred_step, memory_order_relaxed) < 0)
+        return;
+    int64_t step = atomic_exchange(&g_deferred_step, -1);
+    if (step >= 0)
+        tally__rec_step(TALLY__R_STEP_BEGIN, step, 0, 0);
+}
+
 static void open_window(int64_t step)
 {
     int idx = S.window_index;
@@ -347,7 +359,14 @@ static void open_window(int64_t step)
     tally__memory_counts(&S.w_mem0);
     S.w_steps = 0;
     GATE_SET(TALLY__GATE_ON);
-    tally__rec_step(TALLY__R_STEP_BEGIN, step, 0, 0);
+    /* With steps made by NVTX ranges (tally run --step-range), the session's first step
+     * begins where the first such range begins (tally__step_range_begin), not at start-up:
+     * the time before it (imports, model building) is no step. Later steps follow on. */
+    const char *step_range = getenv("TALLY_STEP_RANGE");
+    if (step == 0 && step_range && *step_range)
+        atomic_store(&g_deferred_step, step);
+    else
+        tally__rec_step(TALLY__R_STEP_BEGIN, step, 0, 0);
     tally__memory_snapshot(); /* what tally_alloc gave before the window and is still live */
 }
 
@@ -705,6 +724,7 @@ TALLY_API void tally_step(uint64_t samples)
         return;
     }
     atomic_fetch_add(&tally__sess.steps, 1);
+    atomic_store(&g_deferred_step, -1); /* a step that ended before any step range began */
     S.any_step_closed = 1;
     int64_t n = S.step;
     ready_call ready;

@@ -6,16 +6,18 @@
 #    tally_stop closes after the last tally_step is no step — and agree on the average step.
 #    Each step busy-waits 2 ms in its phases, so no step is shorter than that.
 # 2. `tally run --step-range train_step` on a program of 6 NVTX "train_step" ranges of 2 ms
-#    (nvtx_steps_app.c): 6 steps everywhere, none shorter than 2 ms, at most 500 steps/s.
+#    after 300 ms of start-up (nvtx_steps_app.c): 6 steps everywhere, none shorter than 2 ms, at
+#    most 500 steps/s, none holding the start-up (every step under 150 ms).
 set -euo pipefail
 . "$(dirname "$0")/nvtx_common.sh.inc"
 
-check() { # check TRACE STEPS MIN_US SAMPLES_PER_STEP UNIT
+check() { # check TRACE STEPS MIN_US SAMPLES_PER_STEP UNIT [MAX_US]
     "$TALLY" report "$1" --views model,perf,overview,breakdown --format json > "$W/r.json"
-    python3 - "$W/r.json" "$2" "$3" "$4" "$5" <<'PY'
+    python3 - "$W/r.json" "$2" "$3" "$4" "$5" "${6:-0}" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 n, min_us, per_step, unit = int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+max_us = float(sys.argv[6])
 model = {x["name"]: x for x in r["model"]["rows"]}
 steps = [x for x in r["model_steps"]["rows"] if x["step"] != "Average"]
 avg_row = [x for x in r["model_steps"]["rows"] if x["step"] == "Average"][0]
@@ -34,6 +36,8 @@ avgs = {"model": model["ProfileStep"]["cpu_avg_us"], "model_steps": avg_row["ste
 assert max(avgs.values()) - min(avgs.values()) < 0.01, avgs
 assert perf["batch_cost"]["min_us"] >= min_us, perf["batch_cost"]
 assert min(x["step_us"] for x in steps) >= min_us, steps
+if max_us:
+    assert max(x["step_us"] for x in steps) <= max_us, steps
 ips = r["perf_ips"]["rows"][0]
 assert ips["unit"] == unit, ips
 assert ips["samples"] == n * per_step, ips
@@ -58,6 +62,6 @@ if ! have_nvtx; then
 fi
 cc -std=c11 -O1 -I"$CUDA_INC" -o "$W/app" "$SRC/tests/integration/nvtx_steps_app.c"
 "${SAN_ENV[@]}" "$TALLY" run -o "$W/range" --no-gpu --write tally --step-range train_step \
-    -- "$W/app" > "$W/run.out" 2> "$W/run.err" || { cat "$W/run.err"; exit 1; }
-check "$(one_trace "$W/range")" 6 2000 1 steps/s
+    -- "$W/app" 300 > "$W/run.out" 2> "$W/run.err" || { cat "$W/run.err"; exit 1; }
+check "$(one_trace "$W/range")" 6 2000 1 steps/s 150000
 echo "steps_agree: ok"
