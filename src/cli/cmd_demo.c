@@ -42,6 +42,7 @@ struct demo {
     const char *views;    /* --views, or NULL for the default list */
     const char *seq_lens; /* --seq-lens: the sequence-length study instead */
     int top;              /* --top */
+    int wide;             /* --wide */
     int fmt;              /* --format: a tl_format */
     char default_views[256];
     int quiet_report; /* the sequence-length study: no report per run */
@@ -83,6 +84,7 @@ static const cli_option options[] = {
     CLI_OPTION("top", 0, CLI_COUNT, top, "N", "rows of sortable views (default 0 = all)"),
     CLI_WORDS("format", fmt, "FMT", cli_format_words,
               "text (default), csv or json, on standard output"),
+    CLI_OPTION("wide", 0, CLI_FLAG, wide, NULL, "text: print names whole (default: cut at 60)"),
 };
 
 /* The model's options belong to examples/llama (tally-llama and the benchmark take them too):
@@ -330,6 +332,7 @@ static int run_variant(struct demo *d, llama_model *m, const char *name, struct 
         memset(&ro, 0, sizeof ro);
         ro.views = d->views ? d->views : d->default_views;
         ro.vo.top = d->top;
+        ro.wide = d->wide;
         ro.fmt = (tl_format)d->fmt;
         ro.unit = TL_UNIT_AUTO;
         ro.header = 1;

@@ -29,6 +29,10 @@ expect_usage() {
 # --- help from the table --------------------------------------------------------------------
 for verb in report ops gaps diff export run demo; do
   "$TALLY" "$verb" --help >"$W/help" || fail "$verb --help failed"
+  # every verb that prints tables takes --wide
+  case $verb in report | ops | gaps | diff | demo)
+    grep -qE "^ +--wide( |$)" "$W/help" || fail "$verb --help: no --wide" ;;
+  esac
   head -1 "$W/help" | grep -q "^usage: tally $verb" || fail "$verb --help: no usage line"
   # the usage lines: up to the first empty line
   usage=$(awk 'NF == 0 {exit} {print}' "$W/help")
