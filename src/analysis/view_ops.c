@@ -30,6 +30,7 @@
 #include "analysis/views.h"
 #include "trace/checked.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -367,11 +368,11 @@ static void shape_set_free(shape_set *ss)
 
 /* One row of the table. */
 typedef struct ops_row {
-    const char *name;
-    uint32_t shapes; /* index in the shape_set (group_by_shape), else 0 */
-    int late;        /* gpu_user_annotation: after device work with the same span */
-    int device;      /* a device row */
-    int annot;       /* user annotation */
+    const char *name; /* the trace's string or a literal */
+    uint32_t shapes;  /* index in the shape_set (group_by_shape), else 0 */
+    uint8_t late;     /* gpu_user_annotation: after device work with the same span */
+    uint8_t device;   /* a device row */
+    uint8_t annot;    /* user annotation */
     int64_t first_ts, first_end;
     size_t first_ev;
     int64_t count, cpu, self_cpu, cuda, self_cuda;
@@ -463,6 +464,28 @@ static int32_t row_for(ops_ctx *x, uint32_t nameid, const char *name, int device
     else if (tl_keymap_put(&x->maps[cls], key, r) != 0)
         return -1;
     return r;
+}
+
+/* Free what the grouping needs and the rows do not (idempotent: leaves NULLs). */
+static void scratch_free(ops_ctx *x, ev_info **in, uint8_t **named, memrec **mem,
+                         int32_t **attributed, int64_t **pc, int64_t **pd)
+{
+    for (int k = 0; k < 4; k++) {
+        tl_keymap_free(&x->maps[k]);
+        free(x->byname[k]);
+        x->byname[k] = NULL;
+    }
+    free(*in);
+    free(*named);
+    free(*mem);
+    free(*attributed);
+    free(*pc);
+    free(*pd);
+    *in = NULL;
+    *named = NULL;
+    *mem = NULL;
+    *attributed = NULL;
+    *pc = *pd = NULL;
 }
 
 tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
@@ -671,6 +694,9 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
             up->cuda = tl_add_sat(up->cuda, e->dur);
         }
     }
+    /* The per-event and per-name scratch is done with: freed before the table is built, so
+     * that the table (a row per distinct name) does not add to it. */
+    scratch_free(&X, &in, &named, &mem, &attributed, &pc, &pd);
     rows = X.rows;
     nrows = X.nrows;
     if (rows)
@@ -709,14 +735,15 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
             cols[ncols++] = all_cols[c];
     }
     tab = tl_table_new("Ops", "ops", cols, ncols);
-    if (!tab)
+    if (!tab || nrows > INT_MAX || tl_table_reserve(tab, (int)nrows) != 0)
         goto oom;
     for (size_t i = 0; i < nrows; i++) {
         const ops_row *a = &rows[i];
         int r = tl_table_add_row(tab);
         if (r < 0)
             goto oom;
-        tl_table_str(tab, r, map[K_NAME], a->name);
+        /* the trace's string or a literal: the table is freed before the trace */
+        tl_table_str_ref(tab, r, map[K_NAME], a->name);
         if (sum_self_cpu > 0) {
             tl_table_pct(tab, r, map[K_SELF_CPU_PCT],
                          100.0 * (double)a->self_cpu / (double)sum_self_cpu);
@@ -810,17 +837,8 @@ fail:
     tl_table_free(tab);
     tab = NULL;
 done:
-    for (int k = 0; k < 4; k++) {
-        tl_keymap_free(&X.maps[k]);
-        free(X.byname[k]);
-    }
+    scratch_free(&X, &in, &named, &mem, &attributed, &pc, &pd);
     shape_set_free(&X.shapes);
-    free(in);
-    free(named);
-    free(mem);
-    free(attributed);
-    free(pc);
-    free(pd);
     free(X.rows);
     return tab;
 }

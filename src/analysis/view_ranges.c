@@ -11,6 +11,7 @@
 #include "analysis/views.h"
 #include "trace/checked.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -101,13 +102,16 @@ tl_table *tl_view_ranges(const tl_trace *t, const tl_view_opts *o, tl_error *err
         }
         int from = tab->nrows;
         const tl_track *tr = t->ev[i].track < t->ntracks ? &t->tracks[t->ev[i].track] : NULL;
+        if (nag > (size_t)(INT_MAX - from) || tl_table_reserve(tab, from + (int)nag) != 0)
+            goto oom;
         for (size_t k = 0; k < nag; k++) {
             int r = tl_table_add_row(tab);
             if (r < 0)
                 goto oom;
             if (sep && tr)
                 tl_table_int(tab, r, R_THREAD + off, tr->tid);
-            tl_table_str(tab, r, R_NAME + off, tl_str(&t->strings, ag[k].name));
+            /* the trace's own string: the table is freed before the trace */
+            tl_table_str_ref(tab, r, R_NAME + off, tl_str(&t->strings, ag[k].name));
             tl_table_int(tab, r, R_CALLS + off, ag[k].calls);
             tl_table_time(tab, r, R_TOTAL + off, ag[k].total);
             tl_table_time(tab, r, R_SELF + off, ag[k].self);

@@ -7,8 +7,11 @@
  * analysis/views.h), whether it needs device events, whether it takes --sort and
  * --top, whether it belongs to the short summary printed after a run.
  *
- * A report is computed in full before anything is written, so that a bad --sort key or a
- * failing view gives one error line and no half-printed report.
+ * Each view is written as soon as it is computed and freed before the next one is computed,
+ * so that a report holds one view's tables at a time (a trace with a row per distinct name
+ * makes two such tables, ops and ranges). A bad --sort key still gives one error line and no
+ * output: views are held until one of them takes the key. A failing view (out of memory) stops
+ * the report after the views before it, with its error.
  */
 #include "report/summary.h"
 #include "trace/checked.h"
@@ -314,6 +317,48 @@ static void header_line(tl_out *out, const tl_trace *t)
                 span);
 }
 
+/* The output of a report, begun at its first table: the header and the warnings go first. */
+typedef struct report_out {
+    tl_out out;
+    int begun;
+} report_out;
+
+static void report_begin(report_out *r, FILE *f, const tl_trace *t, const tl_report_opts *o)
+{
+    if (r->begun)
+        return;
+    r->begun = 1;
+    tl_out *out = &r->out;
+    tl_out_begin(out, f, o->fmt, o->unit);
+    out->wide = o->wide;
+    if (o->fmt == TL_FMT_JSON) {
+        char *meta = tl_trace_meta_json(t);
+        tl_out_json(out, "trace", meta);
+        free(meta);
+    }
+    if (o->header && o->fmt == TL_FMT_TEXT)
+        header_line(out, t);
+    if (o->fmt == TL_FMT_CSV)
+        tl_trace_warnings(t, warn_stderr, NULL);
+    else
+        tl_trace_warnings(t, warn_text, out);
+    if (o->header && o->fmt == TL_FMT_TEXT)
+        tl_out_text(out, "%s", "");
+}
+
+/* Write the held views (in order) and free them. */
+static void report_flush(report_out *r, FILE *f, const tl_trace *t, const tl_report_opts *o,
+                         tl_table **held)
+{
+    report_begin(r, f, t, o);
+    for (int i = 0; i < tl_nview_defs; i++) {
+        for (const tl_table *tab = held[i]; tab; tab = tab->next)
+            tl_out_table(&r->out, tab);
+        tl_table_free(held[i]);
+        held[i] = NULL;
+    }
+}
+
 int tl_report_write(FILE *f, const tl_trace *t, const tl_report_opts *o, tl_error *err)
 {
     int sel[64];
@@ -325,7 +370,12 @@ int tl_report_write(FILE *f, const tl_trace *t, const tl_report_opts *o, tl_erro
     if (select_views(o->views, sel, &all, err) != 0)
         return -1;
     int device = tl_trace_has_device(t);
-    tl_table *res[64] = {0};
+    /* Views computed but not yet written: only while a --sort key has not been taken by a
+     * view yet (an unknown key is an error with nothing written). Otherwise a view is written
+     * as soon as it is computed and freed before the next one: a trace with a row per distinct
+     * name holds one such table at a time, not all of them. */
+    tl_table *held[64] = {0};
+    report_out ro = {0};
     int sort_given = o->vo.sort && *o->vo.sort;
     int sortable_selected = 0, sort_accepted = 0;
     const char *first_sortable = NULL;
@@ -351,22 +401,26 @@ int tl_report_write(FILE *f, const tl_trace *t, const tl_report_opts *o, tl_erro
                 vo.top = 10;
         }
         tl_error verr = {{0}};
-        res[i] = d->fn(t, &vo, &verr);
-        if (!res[i] && vo.sort) {
+        tl_table *res = d->fn(t, &vo, &verr);
+        if (!res && vo.sort) {
             /* The key may belong to another selected view: use this view's default order. */
             vo.sort = NULL;
             tl_error verr2 = {{0}};
-            res[i] = d->fn(t, &vo, &verr2);
-            if (!res[i])
+            res = d->fn(t, &vo, &verr2);
+            if (!res)
                 verr = verr2;
-        } else if (res[i] && vo.sort) {
+        } else if (res && vo.sort) {
             sort_accepted = 1;
         }
-        if (!res[i]) {
+        if (!res) {
+            /* The views before this one stay written; the output stops here (report.md). */
             tl_error_setc(err, verr.code, "%s: %s", d->name, verr.msg[0] ? verr.msg : "failed");
             rc = -2;
             goto out;
         }
+        held[i] = res;
+        if (!sort_given || sort_accepted)
+            report_flush(&ro, f, t, o, held);
     }
     if (sort_given && !sort_accepted) {
         if (!sortable_selected)
@@ -382,30 +436,14 @@ int tl_report_write(FILE *f, const tl_trace *t, const tl_report_opts *o, tl_erro
         rc = -1;
         goto out;
     }
-
-    tl_out out;
-    tl_out_begin(&out, f, o->fmt, o->unit);
-    out.wide = o->wide;
-    if (o->fmt == TL_FMT_JSON) {
-        char *meta = tl_trace_meta_json(t);
-        tl_out_json(&out, "trace", meta);
-        free(meta);
-    }
-    if (o->header && o->fmt == TL_FMT_TEXT)
-        header_line(&out, t);
-    if (o->fmt == TL_FMT_CSV)
-        tl_trace_warnings(t, warn_stderr, NULL);
-    else
-        tl_trace_warnings(t, warn_text, &out);
-    if (o->header && o->fmt == TL_FMT_TEXT)
-        tl_out_text(&out, "%s", "");
-    for (int i = 0; i < tl_nview_defs; i++)
-        for (const tl_table *tab = res[i]; tab; tab = tab->next)
-            tl_out_table(&out, tab);
-    tl_out_end(&out);
+    report_flush(&ro, f, t, o, held); /* begins the output of a report with no view */
+    tl_out_end(&ro.out);
+    return 0;
 out:
+    if (ro.begun)
+        tl_out_abort(&ro.out);
     for (int i = 0; i < tl_nview_defs; i++)
-        tl_table_free(res[i]);
+        tl_table_free(held[i]);
     return rc;
 }
 

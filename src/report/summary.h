@@ -42,11 +42,13 @@ typedef struct tl_report_opts {
 /* Check the view list: 0, or -1 with "unknown view 'x'; expected one of: ..." in err. */
 int tl_report_check_views(const char *views, tl_error *err);
 
-/* Compute every selected view, then write them all to f in the fixed order, preceded by the
- * trace's loss counters as warnings (text: in the output; json: "messages"; csv: stderr).
- * Nothing is written when a view fails. Returns 0; -1 with err filled on a usage error (an
- * unknown view, a sort key that no selected sortable view has); -2 with err filled when a view
- * fails (out of memory). Write errors are left in ferror(f). */
+/* Compute the selected views in the fixed order and write each to f as soon as it is computed
+ * (then free it), preceded by the trace's loss counters as warnings (text: in the output;
+ * json: "messages"; csv: stderr). Returns 0; -1 with err filled on a usage error (an unknown
+ * view, a sort key that no selected sortable view has: nothing is written); -2 with err filled
+ * when a view fails (out of memory): the views before it are written, the output stops there
+ * unfinished (tl_out_abort: JSON unclosed, CSV nothing). Write errors are left in ferror(f).
+ * The trace must outlive the call (tables borrow its names). */
 int tl_report_write(FILE *f, const tl_trace *t, const tl_report_opts *o, tl_error *err);
 
 /* The trace's metadata as one JSON object (path, source, rank, world size, pid, counts, span,

@@ -21,6 +21,7 @@
 #include "report/table.h"
 
 #include <ctype.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -161,8 +162,10 @@ static void free_row(tl_table *t, int row)
     for (int c = 0; c < t->ncols; c++) {
         tl_cell *cell = &t->cells[(size_t)row * t->ncols + c];
         if (t->cols[c].type == TL_COL_STR) {
-            free(cell->s);
+            if (!cell->borrowed)
+                free(cell->s);
             cell->s = NULL;
+            cell->borrowed = 0;
         }
     }
 }
@@ -197,19 +200,28 @@ static void table_free_one(tl_table *t)
     free(t);
 }
 
+int tl_table_reserve(tl_table *t, int nrows)
+{
+    if (!t || nrows < 0)
+        return -1;
+    if (nrows <= t->cap_rows)
+        return 0;
+    size_t cells = (size_t)nrows * (t->ncols ? (size_t)t->ncols : 1);
+    tl_cell *nc = realloc(t->cells, cells * sizeof *nc);
+    if (!nc)
+        return -1;
+    t->cells = nc;
+    t->cap_rows = nrows;
+    return 0;
+}
+
 int tl_table_add_row(tl_table *t)
 {
     if (!t)
         return -1;
-    if (t->nrows == t->cap_rows) {
-        int cap = t->cap_rows ? t->cap_rows * 2 : 16;
-        size_t cells = (size_t)cap * (t->ncols ? (size_t)t->ncols : 1);
-        tl_cell *nc = realloc(t->cells, cells * sizeof *nc);
-        if (!nc)
-            return -1;
-        t->cells = nc;
-        t->cap_rows = cap;
-    }
+    if (t->nrows == t->cap_rows &&
+        (t->cap_rows > INT_MAX / 2 || tl_table_reserve(t, t->cap_rows ? t->cap_rows * 2 : 16) != 0))
+        return -1;
     int r = t->nrows++;
     if (t->ncols)
         memset(&t->cells[(size_t)r * t->ncols], 0, (size_t)t->ncols * sizeof(tl_cell));
@@ -240,14 +252,35 @@ static const tl_cell *ccell_at(const tl_table *t, int row, int col)
     return &t->cells[(size_t)row * t->ncols + col];
 }
 
+/* Empty a string cell before it takes a new string. */
+static void str_cell_clear(tl_cell *c)
+{
+    if (!c->borrowed)
+        free(c->s);
+    c->s = NULL;
+    c->borrowed = 0;
+    c->set = 0;
+}
+
 void tl_table_str(tl_table *t, int row, int col, const char *s)
 {
     tl_cell *c = str_cell_at(t, row, col);
     if (!c)
         return;
-    free(c->s);
+    str_cell_clear(c);
     c->s = xstrdup(s);
     c->set = c->s != NULL;
+}
+
+void tl_table_str_ref(tl_table *t, int row, int col, const char *s)
+{
+    tl_cell *c = str_cell_at(t, row, col);
+    if (!c)
+        return;
+    str_cell_clear(c);
+    c->s = (char *)(s ? s : "");
+    c->borrowed = 1;
+    c->set = 1;
 }
 
 void tl_table_strf(tl_table *t, int row, int col, const char *fmt, ...)
@@ -259,7 +292,7 @@ void tl_table_strf(tl_table *t, int row, int col, const char *fmt, ...)
     va_start(ap, fmt);
     char *s = xvasprintf(fmt, ap);
     va_end(ap);
-    free(c->s);
+    str_cell_clear(c);
     c->s = s;
     c->set = s != NULL;
 }
@@ -1232,6 +1265,18 @@ void tl_out_text(tl_out *o, const char *fmt, ...)
         s[--n] = '\0';
     pv->msgs = nm;
     pv->msgs[pv->nmsgs++] = s;
+}
+
+void tl_out_abort(tl_out *o)
+{
+    if (!o)
+        return;
+    FILE *f = o->f;
+    o->f = NULL; /* tl_out_end writes nothing without a file, and frees the state */
+    tl_out_end(o);
+    if (f)
+        fflush(f);
+    o->f = f;
 }
 
 void tl_out_end(tl_out *o)

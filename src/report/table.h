@@ -34,10 +34,11 @@ typedef struct tl_cell {
     int64_t i; /* INT, TIME, BYTES */
     union {
         double d; /* PCT, FLOAT, RATE (and INT, TIME, BYTES as a double) */
-        char *s;  /* STR (owned) */
+        char *s;  /* STR: owned, or borrowed when .borrowed is set */
     };
-    int set;    /* 0 = empty cell ("-" in text, empty in csv, null in json) */
-    int indent; /* STR: leading indent level in text (2 spaces each) */
+    int32_t indent;   /* STR: leading indent level in text (2 spaces each) */
+    uint8_t set;      /* 0 = empty cell ("-" in text, empty in csv, null in json) */
+    uint8_t borrowed; /* STR: s is not the table's (tl_table_str_ref): never freed */
 } tl_cell;
 
 typedef struct tl_table {
@@ -57,7 +58,14 @@ tl_table *tl_table_new(const char *title, const char *key, const tl_col *cols, i
 void tl_table_free(tl_table *t);
 /* Append an empty row, return its index. */
 int tl_table_add_row(tl_table *t);
+/* Make room for nrows rows in all (a view that knows its row count: no doubling, no slack);
+ * 0, or -1 when out of memory (the table is unchanged). */
+int tl_table_reserve(tl_table *t, int nrows);
 void tl_table_str(tl_table *t, int row, int col, const char *s);
+/* A string the table borrows instead of copying: a name from the trace's string table
+ * (tl_str) or a literal. The string must outlive the table: free a table holding one before
+ * the trace it came from. A view with a row per distinct name saves a malloc'ed copy a row. */
+void tl_table_str_ref(tl_table *t, int row, int col, const char *s);
 void tl_table_strf(tl_table *t, int row, int col, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 void tl_table_indent(tl_table *t, int row, int col, int indent);
@@ -104,6 +112,10 @@ void tl_json_str(FILE *f, const char *s);
 /* A free-form paragraph: text only (ignored in csv; json: under "messages"). */
 void tl_out_text(tl_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void tl_out_end(tl_out *o);
+/* Stop an output without finishing it (a report whose view failed): what was written stays,
+ * nothing more is (JSON is left unclosed, so that no parser takes it for a whole report; CSV
+ * tables held for tl_out_end are dropped); frees the renderer state. */
+void tl_out_abort(tl_out *o);
 
 /* Helpers shared by renderers and views. */
 void tl_fmt_time(char *buf, size_t n, int64_t ns, tl_unit unit); /* "1.234ms" */

@@ -1,0 +1,206 @@
+/*
+ * test_report_stream.c — what lets a report with a row per distinct name hold less: cells that
+ * borrow the trace's strings, tables sized to their rows, a report that writes each view as
+ * it is computed (and stops cleanly when one fails), and views whose names are the trace's.
+ * The ASan build (build-*-asan) is what catches a borrowed string freed or read too late.
+ */
+#include "json_check.h"
+#include "report/summary.h"
+#include "testlib.h"
+#include "views_fixture.h"
+
+#include <stdlib.h>
+
+static const tl_col cols[] = {
+    {"Name", "name", TL_COL_STR, 1},
+    {"Calls", "calls", TL_COL_INT, 0},
+};
+
+static char *render(const tl_table *t, tl_format fmt)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    tl_out o;
+    tl_out_begin(&o, f, fmt, TL_UNIT_AUTO);
+    tl_out_table(&o, t);
+    tl_out_end(&o);
+    fclose(f);
+    return buf;
+}
+
+TEST(borrowed_cells_render_sort_and_are_not_freed)
+{
+    /* a stack buffer: freeing it (ASan: bad-free) or copying it (then changing it would not
+     * show) would both be caught */
+    char name_b[] = "bravo", name_a[] = "alpha";
+    tl_table *t = tl_table_new("Borrow", "borrow", cols, 2);
+    int r = tl_table_add_row(t);
+    tl_table_str_ref(t, r, 0, name_b);
+    tl_table_int(t, r, 1, 2);
+    r = tl_table_add_row(t);
+    tl_table_str_ref(t, r, 0, name_a);
+    tl_table_int(t, r, 1, 1);
+    r = tl_table_add_row(t);
+    tl_table_str(t, r, 0, "charlie"); /* an owned string beside them */
+    tl_table_int(t, r, 1, 3);
+    CHECK(t->cells[0].s == name_b); /* borrowed, not copied */
+    tl_table_sort(t, 0, 0, 0);
+    CHECK(t->cells[0].s == name_a && t->cells[2].s == name_b); /* the pointer moved with it */
+    CHECK_EQ_INT(t->cells[1].i, 1);
+    name_a[0] = 'A'; /* the table shows the string as it is now */
+    char *txt = render(t, TL_FMT_TEXT), *csv = render(t, TL_FMT_CSV), *js = render(t, TL_FMT_JSON);
+    CHECK(txt && strstr(txt, "Alpha") && strstr(txt, "bravo") && strstr(txt, "charlie"));
+    CHECK(csv && strstr(csv, "name,calls\nAlpha,1\nbravo,2\ncharlie,3\n"));
+    CHECK(js && json_valid(js) && strstr(js, "\"Alpha\""));
+    free(txt);
+    free(csv);
+    free(js);
+    /* an owned cell that becomes borrowed frees its copy; a borrowed one that becomes owned
+     * does not free what it borrowed (ASan and LeakSanitizer check both) */
+    tl_table_str_ref(t, 2, 0, name_b);
+    CHECK(t->cells[2 * 2].s == name_b);
+    tl_table_str(t, 0, 0, "owned again");
+    CHECK(t->cells[0].s != name_a && strcmp(t->cells[0].s, "owned again") == 0);
+    tl_table_strf(t, 1, 0, "n%d", 7);
+    CHECK(strcmp(t->cells[2].s, "n7") == 0);
+    tl_table_str_ref(t, 1, 0, NULL); /* NULL reads as "" like tl_table_str's */
+    CHECK(t->cells[2].set && strcmp(t->cells[2].s, "") == 0);
+    tl_table_truncate(t, 1); /* frees the owned rows it cuts, not the borrowed */
+    CHECK_EQ_INT(t->nrows, 1);
+    tl_table_free(t);
+}
+
+TEST(reserve_sizes_the_table_to_its_rows)
+{
+    tl_table *t = tl_table_new("Sized", "sized", cols, 2);
+    CHECK_EQ_INT(tl_table_reserve(t, 1000), 0);
+    CHECK_EQ_INT(t->cap_rows, 1000);
+    for (int i = 0; i < 1000; i++) {
+        int r = tl_table_add_row(t);
+        tl_table_int(t, r, 1, i);
+    }
+    CHECK_EQ_INT(t->cap_rows, 1000);          /* no doubling past the rows asked for */
+    CHECK_EQ_INT(tl_table_reserve(t, 10), 0); /* never shrinks under its rows */
+    CHECK_EQ_INT(t->nrows, 1000);
+    CHECK_EQ_INT(tl_table_reserve(t, -1), -1);
+    int r = tl_table_add_row(t); /* grows again past the reserve */
+    CHECK_EQ_INT(r, 1000);
+    CHECK_EQ_INT(t->cells[999 * 2 + 1].i, 999); /* rows survive the moves */
+    tl_table_free(t);
+}
+
+TEST(aborted_output_is_not_a_whole_report)
+{
+    tl_table *t = tl_table_new("Part", "part", cols, 2);
+    tl_table_str(t, tl_table_add_row(t), 0, "x");
+    for (int fmt = TL_FMT_TEXT; fmt <= TL_FMT_JSON; fmt++) {
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        tl_out o;
+        tl_out_begin(&o, f, (tl_format)fmt, TL_UNIT_AUTO);
+        tl_out_table(&o, t);
+        tl_out_abort(&o);
+        CHECK(o.priv == NULL);
+        fclose(f);
+        if (fmt == TL_FMT_TEXT)
+            CHECK(buf && strstr(buf, "Part")); /* what was written stays */
+        else if (fmt == TL_FMT_CSV)
+            CHECK(buf && buf[0] == '\0'); /* held for the end: dropped */
+        else
+            CHECK(buf && strstr(buf, "\"part\"") && !json_valid(buf)); /* left unclosed */
+        free(buf);
+    }
+    tl_table_free(t);
+}
+
+static char *report(const tl_trace *t, const tl_report_opts *o, int *rc, tl_error *err)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    *rc = tl_report_write(f, t, o, err);
+    fclose(f);
+    return buf;
+}
+
+/* Many distinct names, as the ops and ranges views make a row per name (borrowed cells). */
+static void many_names(tl_trace *t, int n)
+{
+    tl_trace_init(t);
+    uint32_t a = tl_trace_track(t, TL_TRACK_THREAD, 1, 1, -1);
+    char name[32];
+    for (int i = 0; i < n; i++) {
+        snprintf(name, sizeof name, "name%05d", i);
+        fx_event(t, a, TL_CAT_USER, name, 2.0 * i, 2.0 * i + 1 + (i % 7), 0);
+    }
+    tl_trace_finish(t);
+}
+
+TEST(streamed_report_is_each_view_in_order)
+{
+    tl_trace t;
+    many_names(&t, 2000);
+    tl_report_opts o;
+    memset(&o, 0, sizeof o);
+    tl_error err = {{0}};
+    int rc;
+    /* the report of two views is the two one-view reports one after the other (text puts a
+     * blank line between tables) */
+    o.views = "ranges,ops";
+    char *both = report(&t, &o, &rc, &err);
+    CHECK_EQ_INT(rc, 0);
+    o.views = "ranges";
+    char *r1 = report(&t, &o, &rc, &err);
+    o.views = "ops";
+    char *r2 = report(&t, &o, &rc, &err);
+    size_t n1 = strlen(r1);
+    CHECK(strncmp(both, r1, n1) == 0 && both[n1] == '\n' && strcmp(both + n1 + 1, r2) == 0);
+    CHECK(strstr(both, "name01999") && strstr(both, "name00000"));
+    free(both);
+    free(r1);
+    free(r2);
+    /* every name once per view, in json as well */
+    o.views = "ranges,ops";
+    o.fmt = TL_FMT_JSON;
+    char *js = report(&t, &o, &rc, &err);
+    CHECK_EQ_INT(rc, 0);
+    CHECK(js && json_valid(js));
+    int seen = 0;
+    for (const char *p = js; (p = strstr(p, "\"name01234\"")); p++)
+        seen++;
+    CHECK_EQ_INT(seen, 2);
+    free(js);
+    /* a --sort key only a later view takes: the views before it are written too, in their
+     * own order, and the key sorts the view that takes it */
+    o.fmt = TL_FMT_CSV;
+    o.views = "overview,ranges";
+    o.vo.sort = "self_us";
+    o.vo.ascending = 1;
+    o.vo.top = 3;
+    char *csv = report(&t, &o, &rc, &err);
+    CHECK_EQ_INT(rc, 0);
+    CHECK(csv && strncmp(csv, "view,", 5) == 0);
+    const char *ov = csv ? strstr(csv, "\noverview,") : NULL,
+               *rg = csv ? strstr(csv, "\nranges,") : NULL;
+    CHECK(ov && rg && ov < rg);
+    CHECK(rg && strstr(rg, "name00000,")); /* the shortest first: 1 ms */
+    free(csv);
+    /* and a key none takes writes nothing */
+    o.vo.sort = "nonsense";
+    char *none = report(&t, &o, &rc, &err);
+    CHECK_EQ_INT(rc, -1);
+    CHECK(none == NULL || none[0] == '\0');
+    free(none);
+    tl_trace_free(&t);
+}
+
+int main(void)
+{
+    RUN(borrowed_cells_render_sort_and_are_not_freed);
+    RUN(reserve_sizes_the_table_to_its_rows);
+    RUN(aborted_output_is_not_a_whole_report);
+    RUN(streamed_report_is_each_view_in_order);
+    return test_summary();
+}
