@@ -392,6 +392,12 @@ static int row_order(const void *pa, const void *pb)
     return (a->first_ev > b->first_ev) - (a->first_ev < b->first_ev);
 }
 
+/* The reverse of row_order (a total order: no two rows share their first event). */
+static int row_order_rev(const void *pa, const void *pb)
+{
+    return row_order(pb, pa);
+}
+
 /* Per-event scratch: 16 bytes an event, so that a 4-million-event trace needs 64 MB here. */
 typedef struct ev_info {
     int32_t eparent; /* nearest kept host ancestor (tree of PyTorch's FunctionEvents) */
@@ -700,7 +706,7 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
     rows = X.rows;
     nrows = X.nrows;
     if (rows)
-        qsort(rows, nrows, sizeof *rows, row_order);
+        qsort(rows, nrows, sizeof *rows, row_order_rev); /* the last row first: see 6 */
     int has_cuda = 0;
     for (size_t r = 0; r < nrows; r++)
         if (rows[r].self_cuda > 0)
@@ -737,7 +743,13 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
     tab = tl_table_new("Ops", "ops", cols, ncols);
     if (!tab || nrows > INT_MAX || tl_table_reserve(tab, (int)nrows) != 0)
         goto oom;
-    for (size_t i = 0; i < nrows; i++) {
+    /* The rows are in reverse order: the table takes them from the end of the array, which
+     * gives back its memory as the table grows, so that a row per distinct name is held once
+     * (as a row, then as cells), not twice. */
+    size_t over = 0; /* rows whose Self CUDA passes the total (a note) */
+    const char *over_name = NULL;
+    for (size_t k = 0; k < nrows; k++) {
+        size_t i = nrows - 1 - k;
         const ops_row *a = &rows[i];
         int r = tl_table_add_row(tab);
         if (r < 0)
@@ -772,7 +784,16 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
         tl_table_int(tab, r, map[K_CALLS], a->count);
         if (by_shape)
             tl_table_str(tab, r, map[K_SHAPES], a->shapes ? X.shapes.str[a->shapes] : "[]");
+        if (sum_self_cuda > 0 && a->self_cuda > sum_self_cuda && !over++)
+            over_name = a->name;
+        if (i % 65536 == 0 && i > 0) {
+            ops_row *nr = realloc(X.rows, i * sizeof *nr);
+            if (nr)
+                X.rows = rows = nr;
+        }
     }
+    free(X.rows);
+    X.rows = rows = NULL;
 
     /* 7. sort and cut: torch's attribute names work as keys; a key of a column that is not
      * shown (all its values are zero) keeps the order of first appearance, as torch would */
@@ -816,16 +837,12 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
             tl_table_note(tab, "No events in this trace.");
         /* Self CUDA % is PyTorch's: over the device work rows; a GPU annotation's Self CUDA is
          * its span on the GPU, idle time included, so its share can pass 100% */
-        size_t over = 0, first = 0;
-        for (size_t r = 0; r < nrows; r++)
-            if (sum_self_cuda > 0 && rows[r].self_cuda > sum_self_cuda && !over++)
-                first = r;
         if (over)
             tl_table_note(tab,
                           "Self CUDA %% passes 100%% on %zu row%s (%s): a GPU annotation's Self "
                           "CUDA is its span on the GPU, idle time included, and the %% is of "
                           "the device work (kernels, copies, memsets), as in PyTorch's table.",
-                          over, over == 1 ? "" : "s", rows[first].name);
+                          over, over == 1 ? "" : "s", over_name);
         if (by_shape && X.shapes.n == 0 && nrows)
             tl_table_note(tab, "This trace has no input shapes (recorded without "
                                "record_shapes=True?): one row per name, Input Shapes [].");

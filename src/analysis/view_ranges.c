@@ -69,9 +69,6 @@ tl_table *tl_view_ranges(const tl_trace *t, const tl_view_opts *o, tl_error *err
             while (end < t->nev && t->ev[end].track == t->ev[i].track)
                 end++;
         }
-        for (size_t k = 0; k < nag; k++)
-            slot[ag[k].name] = -1;
-        nag = 0;
         for (size_t j = i; j < end; j++) {
             const tl_event *e = &t->ev[j];
             if (e->cat != TL_CAT_USER || (e->flags & TL_EV_INSTANT))
@@ -104,7 +101,16 @@ tl_table *tl_view_ranges(const tl_trace *t, const tl_view_opts *o, tl_error *err
         const tl_track *tr = t->ev[i].track < t->ntracks ? &t->tracks[t->ev[i].track] : NULL;
         if (nag > (size_t)(INT_MAX - from) || tl_table_reserve(tab, from + (int)nag) != 0)
             goto oom;
-        for (size_t k = 0; k < nag; k++) {
+        /* The table takes the names from the end of ag (reversed first, to keep their order),
+         * which gives back its memory as the table grows: a row per distinct name is held
+         * once (as an agg, then as cells), not twice. */
+        for (size_t k = 0; k < nag / 2; k++) {
+            agg x = ag[k];
+            ag[k] = ag[nag - 1 - k];
+            ag[nag - 1 - k] = x;
+        }
+        while (nag > 0) {
+            size_t k = --nag;
             int r = tl_table_add_row(tab);
             if (r < 0)
                 goto oom;
@@ -120,6 +126,14 @@ tl_table *tl_view_ranges(const tl_trace *t, const tl_view_opts *o, tl_error *err
             tl_table_time(tab, r, R_MIN + off, ag[k].min);
             tl_table_pct(tab, r, R_RATIO + off,
                          w.total > 0 ? 100.0 * (double)ag[k].total / (double)w.total : 0.0);
+            slot[ag[k].name] = -1; /* for the next group (thread_sep) */
+            if (k % 65536 == 0 && k > 0) {
+                agg *na = realloc(ag, k * sizeof *na);
+                if (na) {
+                    ag = na;
+                    cap = k;
+                }
+            }
         }
         if (tl_view_sort(tab, o, "total_us", from, err) != 0)
             goto fail;

@@ -196,11 +196,63 @@ TEST(streamed_report_is_each_view_in_order)
     tl_trace_free(&t);
 }
 
+/* More rows than the views give back at a time (65536): every name once per thread group, in
+ * ranges (thread_sep, so the second group finds its slots reset) and in ops. */
+TEST(views_with_more_names_than_a_release_step)
+{
+    enum { N = 70000 };
+    tl_trace t;
+    tl_trace_init(&t);
+    char name[32];
+    for (int th = 1; th <= 2; th++) {
+        uint32_t a = tl_trace_track(&t, TL_TRACK_THREAD, 1, th, -1);
+        for (int i = 0; i < N; i++) {
+            snprintf(name, sizeof name, "name%06d", i);
+            fx_event(&t, a, TL_CAT_USER, name, 2.0 * i, 2.0 * i + 1 + (i % 5), 0);
+        }
+    }
+    tl_trace_finish(&t);
+    tl_view_opts o = {0};
+    o.thread_sep = 1;
+    tl_error err = {{0}};
+    tl_table *tab = tl_view_ranges(&t, &o, &err);
+    CHECK(tab != NULL);
+    unsigned char *seen = calloc(2 * N, 1);
+    int bad = 0;
+    for (int r = 0; tab && seen && r < tab->nrows; r++) {
+        int th = (int)tab->cells[(size_t)r * tab->ncols].i, i = -1;
+        sscanf(tab->cells[(size_t)r * tab->ncols + 1].s, "name%d", &i);
+        bad += th < 1 || th > 2 || i < 0 || i >= N || seen[(th - 1) * N + i]++ ||
+               tab->cells[(size_t)r * tab->ncols + 2].i != 1;
+        bad += r > 0 && r != N &&
+               tab->cells[(size_t)r * tab->ncols + 3].i >
+                   tab->cells[(size_t)(r - 1) * tab->ncols + 3].i; /* by total */
+    }
+    CHECK_EQ_INT(tab ? tab->nrows : 0, 2 * N);
+    CHECK_EQ_INT(bad, 0);
+    tl_table_free(tab);
+    memset(seen, 0, 2 * N);
+    tab = tl_view_ops(&t, NULL, &err);
+    CHECK(tab != NULL);
+    bad = 0;
+    for (int r = 0; tab && r < tab->nrows; r++) {
+        int i = -1;
+        sscanf(tab->cells[(size_t)r * tab->ncols].s, "name%d", &i);
+        bad += i < 0 || i >= N || seen[i]++;
+    }
+    CHECK_EQ_INT(tab ? tab->nrows : 0, N); /* one row per name over both threads */
+    CHECK_EQ_INT(bad, 0);
+    tl_table_free(tab);
+    free(seen);
+    tl_trace_free(&t);
+}
+
 int main(void)
 {
     RUN(borrowed_cells_render_sort_and_are_not_freed);
     RUN(reserve_sizes_the_table_to_its_rows);
     RUN(aborted_output_is_not_a_whole_report);
     RUN(streamed_report_is_each_view_in_order);
+    RUN(views_with_more_names_than_a_release_step);
     return test_summary();
 }
