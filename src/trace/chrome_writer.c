@@ -298,7 +298,7 @@ static void write_pid_tid(jw *w, const tl_track *tr)
 }
 
 void tl_json_event(jw *w, const tl_track *tr, const tl_event *e, const char *name, size_t name_len,
-                   const char *args, size_t args_len)
+                   const char *args, size_t args_len, const tl_json_extra *x)
 {
     int64_t base = w->base;
     int cat = e->cat;
@@ -399,7 +399,60 @@ void tl_json_event(jw *w, const tl_track *tr, const tl_event *e, const char *nam
             jw_str(w, args, args_len);
         }
     }
+    if (x && x->samples >= 0 && cat == TL_CAT_STEP) {
+        SEP();
+        LIT(w, "\"tally samples\":");
+        jw_i64(w, x->samples);
+    }
+    if (x && x->file) {
+        SEP();
+        LIT(w, "\"tally file\":");
+        jw_str(w, x->file, x->file_len);
+        LIT(w, ",\"tally line\":");
+        jw_u64(w, x->line);
+        LIT(w, ",\"tally function\":");
+        jw_str(w, x->func ? x->func : "", x->func ? x->func_len : 0);
+    }
 #undef SEP
+    LIT(w, "}},\n");
+}
+
+void tl_json_memory(jw *w, const tl_trace *t, const tl_track *tr, const tl_memev *m)
+{
+    LIT(w, "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"cpu_instant_event\",\"name\":\"[memory]\"");
+    write_pid_tid(w, tr);
+    LIT(w, ",\"ts\":");
+    jw_us(w, since(m->ts, w->base));
+    LIT(w, ",\"args\":{\"Device Type\":");
+    jw_i64(w, m->device >= 0 ? 1 : 0);
+    LIT(w, ",\"Device Id\":");
+    jw_i64(w, m->device);
+    LIT(w, ",\"Addr\":");
+    jw_u64(w, m->addr);
+    LIT(w, ",\"Bytes\":");
+    jw_i64(w, m->bytes);
+    if (m->total_allocated >= 0) {
+        LIT(w, ",\"Total Allocated\":");
+        jw_i64(w, m->total_allocated);
+    }
+    if (m->total_reserved >= 0) {
+        LIT(w, ",\"Total Reserved\":");
+        jw_i64(w, m->total_reserved);
+    }
+    if (m->corr) {
+        LIT(w, ",\"correlation\":");
+        jw_u64(w, m->corr);
+    }
+    LIT(w, ",\"tally mem category\":");
+    jw_cstr(w, tl_mem_cat_name((tl_mem_cat)m->category));
+    if (m->name) {
+        LIT(w, ",\"tally mem name\":");
+        jw_id(w, t, m->name);
+    }
+    if (m->flags) {
+        LIT(w, ",\"tally mem flags\":");
+        jw_u64(w, m->flags);
+    }
     LIT(w, "}},\n");
 }
 
@@ -512,18 +565,85 @@ static inline const char *text(const tl_trace *t, uint32_t id, size_t *len)
     return tl_str(&t->strings, id);
 }
 
-/* Everything but the end; returns where the trace ends. */
+static int i64_cmp(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int on_thread(const tl_trace *t, uint32_t track)
+{
+    return track < t->ntracks && t->tracks[track].kind == TL_TRACK_THREAD;
+}
+
+/* Whether the host threads' [memory] events are written from the memory table: each is the
+ * same allocation or free as a row of t->mem (every reader adds both), and the row holds more
+ * (address, totals, category, name). Only when they pair up, one event per row that is no label
+ * or live block: a model made otherwise (by hand, in tests) is written as it is. */
+static int memory_from_table(const tl_trace *t)
+{
+    size_t nev = 0, nrows = 0;
+    for (size_t i = 0; i < t->nev; i++)
+        nev += t->ev[i].cat == TL_CAT_MEMORY && on_thread(t, t->ev[i].track);
+    for (size_t i = 0; i < t->nmem; i++)
+        nrows += on_thread(t, t->mem[i].track) && !(t->mem[i].flags & (TL_MEM_LABEL | TL_MEM_LIVE));
+    return nev == nrows;
+}
+
+/* Everything but the end; returns where the trace ends, or INT64_MIN when out of memory. */
 static int64_t write_all(jw *w, const tl_trace *t)
 {
     int64_t base = 0, t1 = 0;
     tl_trace_span(t, &base, &t1);
     tl_json_header(w, t, base);
     tl_json_tracks(w, t);
+    /* the step numbers in order: step_samples[k] is the count of the k-th (tally_reader.c) */
+    int64_t *nums = NULL;
+    size_t nsteps = 0;
+    if (t->nsteps_samples) {
+        for (size_t i = 0; i < t->nev; i++)
+            nsteps += t->ev[i].cat == TL_CAT_STEP;
+        if (nsteps && !(nums = malloc(nsteps * sizeof *nums)))
+            return INT64_MIN;
+        nsteps = 0;
+        for (size_t i = 0; i < t->nev; i++)
+            if (t->ev[i].cat == TL_CAT_STEP)
+                nums[nsteps++] = t->ev[i].value;
+        qsort(nums, nsteps, sizeof *nums, i64_cmp);
+    }
+    /* the rows of the memory table (the labels and live blocks, which have no event, at least) */
+    int from_table = memory_from_table(t);
+    for (size_t i = 0; i < t->nmem; i++) {
+        const tl_memev *m = &t->mem[i];
+        if (on_thread(t, m->track) && (from_table || (m->flags & (TL_MEM_LABEL | TL_MEM_LIVE))))
+            tl_json_memory(w, t, &t->tracks[m->track], m);
+    }
     for (size_t i = 0; i < t->nev; i++) {
         const tl_event *e = &t->ev[i];
+        if (from_table && e->cat == TL_CAT_MEMORY && on_thread(t, e->track))
+            continue;
         size_t nl, al;
         const char *name = text(t, e->name, &nl), *args = text(t, e->args, &al);
-        tl_json_event(w, &t->tracks[e->track], e, name, nl, args, al);
+        tl_json_extra x = {-1, NULL, NULL, 0, 0, 0};
+        if (e->site && e->site <= t->nsites && t->sites[e->site - 1].file) {
+            const struct tl_site *st = &t->sites[e->site - 1];
+            x.file = text(t, st->file, &x.file_len);
+            x.func = text(t, st->func, &x.func_len);
+            x.line = st->line;
+        }
+        if (nums && e->cat == TL_CAT_STEP) {
+            size_t lo = 0, hi = nsteps; /* the first step numbered e->value */
+            while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (nums[mid] < e->value)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            if (lo < t->nsteps_samples)
+                x.samples = t->step_samples[lo];
+        }
+        tl_json_event(w, &t->tracks[e->track], e, name, nl, args, al, &x);
         if ((e->cat == TL_CAT_RUNTIME || e->cat == TL_CAT_DRIVER) && e->link != TL_NONE &&
             (size_t)e->link < t->nev) {
             const tl_event *dev = &t->ev[e->link];
@@ -531,6 +651,7 @@ static int64_t write_all(jw *w, const tl_trace *t)
             tl_json_flow(w, 1, &t->tracks[dev->track], e->corr, dev->ts);
         }
     }
+    free(nums);
     return t1;
 }
 
@@ -589,13 +710,72 @@ static int jw_finish(jw *w, tl_error *err)
     return rc;
 }
 
-int tl_json_close(jw *w, int64_t t1, const char *trace_name, tl_error *err)
+/* A member "key":v of the "tally" object, after the first. */
+static void tally_u64(jw *w, const char *key, uint64_t v)
+{
+    LIT(w, ",\"");
+    jw_lit(w, key, strlen(key));
+    LIT(w, "\":");
+    jw_u64(w, v);
+}
+
+/* The top-level member "tally": what a trace holds beyond its events and devices (the JSON
+ * reader reads it back into the model). */
+static void write_tally_member(jw *w, const tl_trace *t)
+{
+    LIT(w, "\"tally\":{\"pid\":");
+    jw_i64(w, t->pid);
+    if (!t->wall_offset) /* baseTimeNanoseconds is then on the trace's own clock */
+        LIT(w, ",\"no_wall_clock\":1");
+    if (t->host) {
+        LIT(w, ",\"host\":");
+        jw_id(w, t, t->host);
+    }
+    if (t->program) {
+        LIT(w, ",\"program\":");
+        jw_id(w, t, t->program);
+    }
+    if (t->samples_unit) {
+        LIT(w, ",\"samples_unit\":");
+        jw_id(w, t, t->samples_unit);
+    }
+    tally_u64(w, "dropped", t->dropped);
+    tally_u64(w, "lost", t->lost);
+    LIT(w, ",\"io_errno\":");
+    jw_i64(w, t->io_errno);
+    tally_u64(w, "bad_pops", t->bad_pops);
+    tally_u64(w, "bad_ends", t->bad_ends);
+    tally_u64(w, "calls_outside", t->calls_outside);
+    tally_u64(w, "unclosed", t->unclosed);
+    tally_u64(w, "mem_unmatched_frees", t->mem_unmatched_frees);
+    tally_u64(w, "mem_reused", t->mem_reused);
+    tally_u64(w, "mem_bad_sizes", t->mem_bad_sizes);
+    tally_u64(w, "cut_at", t->cut_at);
+    tally_u64(w, "unwritten", t->unwritten);
+    tally_u64(w, "unwritten_at", t->unwritten_at);
+    LIT(w, ",\"thread_losses\":[");
+    for (uint32_t i = 0; i < t->nthread_losses; i++) {
+        if (i)
+            LIT(w, ",");
+        LIT(w, "{\"tid\":");
+        jw_i64(w, t->thread_losses[i].tid);
+        tally_u64(w, "dropped", t->thread_losses[i].dropped);
+        tally_u64(w, "lost", t->thread_losses[i].lost);
+        LIT(w, "}");
+    }
+    LIT(w, "]},\n");
+}
+
+int tl_json_close(jw *w, int64_t t1, const char *trace_name, const tl_trace *t, tl_error *err)
 {
     /* the closing event lets every event above end with a comma */
     LIT(w, "{\"ph\":\"i\",\"s\":\"g\",\"name\":\"Record Window End\",\"pid\":\"\",\"tid\":\"\","
            "\"ts\":");
     jw_us(w, since(t1, w->base));
-    LIT(w, "}\n],\n\"traceName\":");
+    LIT(w, "}\n],\n");
+    if (t)
+        write_tally_member(w, t);
+    LIT(w, "\"traceName\":");
     jw_cstr(w, trace_name ? trace_name : "");
     LIT(w, "\n}\n");
     return jw_finish(w, err);
@@ -624,7 +804,7 @@ static int write_raw(jw *w, const tl_trace *t, tl_error *err)
         if (e->raw == 0) {
             size_t nl, al;
             const char *name = text(t, e->name, &nl), *args = text(t, e->args, &al);
-            tl_json_event(w, &t->tracks[e->track], e, name, nl, args, al);
+            tl_json_event(w, &t->tracks[e->track], e, name, nl, args, al, NULL);
         } else if (e->raw != TL_RAW_ELSEWHERE) {
             left++;
         }
@@ -642,6 +822,18 @@ static int write_raw(jw *w, const tl_trace *t, tl_error *err)
     return jw_finish(w, err);
 }
 
+/* The model (not read with keep_raw) as tally writes it; closes w. */
+static int write_model(jw *w, const tl_trace *t, const char *trace_name, tl_error *err)
+{
+    int64_t t1 = write_all(w, t);
+    if (t1 == INT64_MIN) {
+        tl_json_close(w, 0, trace_name, t, err);
+        tl_error_setc(err, TL_ERR_NOMEM, "out of memory");
+        return -1;
+    }
+    return tl_json_close(w, t1, trace_name, t, err);
+}
+
 int tl_write_chrome_file(const tl_trace *t, FILE *out, tl_error *err)
 {
     jw *w = tl_json_open(NULL, out, err);
@@ -649,7 +841,7 @@ int tl_write_chrome_file(const tl_trace *t, FILE *out, tl_error *err)
         return -1;
     if (t->raw_kept)
         return write_raw(w, t, err);
-    return tl_json_close(w, write_all(w, t), t->path, err);
+    return write_model(w, t, t->path, err);
 }
 
 int tl_write_chrome(const tl_trace *t, const char *path, tl_error *err)
@@ -659,5 +851,5 @@ int tl_write_chrome(const tl_trace *t, const char *path, tl_error *err)
         return -1;
     if (t->raw_kept)
         return write_raw(w, t, err);
-    return tl_json_close(w, write_all(w, t), path, err);
+    return write_model(w, t, path, err);
 }

@@ -15,6 +15,7 @@
  * input already dropped from the buffer is read again to count them.
  */
 #include "trace/checked.h"
+#include "trace/grow_array.h"
 #include "trace/model.h"
 
 #include <errno.h>
@@ -96,6 +97,12 @@ typedef struct jr {
     /* scratch for unescaped strings */
     char *scratch;
     size_t scratch_n, scratch_cap;
+
+    /* tally's export: the trace had no wall clock (baseTimeNanoseconds is no Unix time) */
+    int no_wall_clock;
+    /* tally's export: (step, samples) of each step with "tally samples" */
+    int64_t (*samples)[2];
+    size_t nsamples, cap_samples;
 } jr;
 
 /* ---- errors and positions ---------------------------------------------------------------- */
@@ -873,6 +880,10 @@ typedef struct raw_event {
     int unclosed; /* args "tally_unclosed" of tally's own export: a range never closed */
     int nc;       /* counter values in ckey/cval */
     unsigned mem; /* MEM_* bits: which memory arguments were given */
+    /* tally's export: a step's "tally samples", a memory row's "tally mem category", "tally
+     * mem name" and "tally mem flags" (TL_MEM_*) */
+    int have_samples, have_mcat, have_mname;
+    unsigned mflags;
     jstr name, cat;
     int64_t ts, corr, bytes;
     /* Read only where .set, a have_ flag or nc says they were given: */
@@ -881,6 +892,8 @@ typedef struct raw_event {
     int64_t dev_type, device, stream; /* args */
     jstr input_dims, arg_name, place;
     jstr tcat; /* "tally category" of tally's own export: the phase of a user range */
+    jstr mcat, mname;
+    int64_t samples;
     /* [memory] events: Kineto's Addr, Total Allocated, Total Reserved, Device Id; Paddle's
      * addr, current_allocated, current_reserved (read where ev->mem says) */
     uint64_t addr;
@@ -954,6 +967,18 @@ static void parse_args(jr *r, raw_event *ev)
                     ev->total_allocated = to_int(lex_number(r, "a number"));
                     ev->mem |= MEM_ALLOCATED;
                     handled = 1;
+                } else if (EQ(k, "tally mem flags")) {
+                    ev->mflags = (unsigned)to_int(lex_number(r, "a number")) &
+                                 (TL_MEM_LABEL | TL_MEM_LIVE | TL_MEM_UNMATCHED | TL_MEM_REUSED |
+                                  TL_MEM_RESERVE);
+                    handled = 1;
+                }
+                break;
+            case 13:
+                if (EQ(k, "tally samples")) {
+                    ev->samples = to_int(lex_number(r, "a number"));
+                    ev->have_samples = 1;
+                    handled = 1;
                 }
                 break;
             case 17:
@@ -1007,6 +1032,14 @@ static void parse_args(jr *r, raw_event *ev)
             } else if (EQ(k, "tally category")) {
                 ev->tcat = lex_string(r);
                 ev->have_tcat = 1;
+                handled = 1;
+            } else if (EQ(k, "tally mem category")) {
+                ev->mcat = lex_string(r);
+                ev->have_mcat = 1;
+                handled = 1;
+            } else if (EQ(k, "tally mem name")) {
+                ev->mname = lex_string(r);
+                ev->have_mname = 1;
                 handled = 1;
             }
         } else if (c == '[' && EQ(k, "Input Dims")) {
@@ -1334,7 +1367,19 @@ static void mark_used(jr *r, uint32_t track)
     r->used[track] = 1;
 }
 
-/* A [memory] event into the trace's memory table as well (e: its event, already filled). */
+/* What tally's export names a memory category ("parameter": tl_mem_cat_name). */
+static uint16_t mem_cat_from_word(jstr w)
+{
+    for (int c = 0; c < TL_MEM_CAT_COUNT; c++) {
+        const char *n = tl_mem_cat_name((tl_mem_cat)c);
+        if (jstr_eq(w, n, strlen(n)))
+            return (uint16_t)c;
+    }
+    return TL_MEM_OTHER;
+}
+
+/* A [memory] event into the trace's memory table as well (e: its event, already filled; a row
+ * without an event, tally's label or live block, gives a stand-in with ts, track and flags). */
 static void add_memev(jr *r, const raw_event *ev, const tl_event *e)
 {
     tl_memev *m = tl_trace_add_mem(r->t);
@@ -1343,6 +1388,7 @@ static void add_memev(jr *r, const raw_event *ev, const tl_event *e)
         longjmp(r->jb, JR_ERROR);
     }
     m->ts = e->ts;
+    m->corr = (uint32_t)ev->corr;
     m->bytes = ev->bytes;
     m->addr = (ev->mem & MEM_ADDR) ? ev->addr : 0;
     m->total_allocated = (ev->mem & MEM_ALLOCATED) ? ev->total_allocated : -1;
@@ -1361,7 +1407,10 @@ static void add_memev(jr *r, const raw_event *ev, const tl_event *e)
             m->device = d;
         }
     }
-    m->category = TL_MEM_OTHER;
+    m->category = ev->have_mcat ? mem_cat_from_word(ev->mcat) : TL_MEM_OTHER;
+    if (ev->have_mname)
+        m->name = intern_js(r, ev->mname);
+    m->flags = (uint16_t)ev->mflags;
     if (ev->cat.len > 8 && !memcmp(ev->cat.p, "Reserved", 8)) /* Paddle's ReservedAllocate/Free */
         m->flags |= TL_MEM_RESERVE;
     m->track = e->track;
@@ -1435,6 +1484,17 @@ static int phase_from_word(jstr w, int cat)
         if (jstr_eq(w, map[i].word, strlen(map[i].word)))
             return map[i].cat;
     return cat;
+}
+
+/* A step's sample count from tally's export, for finish. */
+static void add_samples(jr *r, int64_t step, int64_t samples)
+{
+    if (tl_grow_array(&r->samples, &r->cap_samples, r->nsamples + 1, sizeof *r->samples) != 0) {
+        tl_error_setc(r->err, TL_ERR_NOMEM, "%s: out of memory", r->name);
+        longjmp(r->jb, JR_ERROR);
+    }
+    r->samples[r->nsamples][0] = step;
+    r->samples[r->nsamples++][1] = samples;
 }
 
 /* s starts with the literal lit and goes on (a constant-size memcmp: this runs per event) */
@@ -1550,6 +1610,17 @@ static void commit_event(jr *r, raw_event *ev)
     }
 
     mark_used(r, track);
+    if (cat == TL_CAT_MEMORY && (ev->mflags & (TL_MEM_LABEL | TL_MEM_LIVE))) {
+        /* tally's label or block live at the start: a row of the memory table, no event */
+        tl_event stand_in;
+        memset(&stand_in, 0, sizeof stand_in);
+        stand_in.ts = ev->ts;
+        stand_in.track = track;
+        if (ev->have_dev_type && ev->dev_type != 0)
+            stand_in.flags = TL_EV_MEM_DEVICE;
+        add_memev(r, ev, &stand_in);
+        return;
+    }
     tl_event *e = add_event(r);
     e->ts = ev->ts;
     e->dur = ph == 'X' && ev->have_dur ? tl_clamp_dur(e->ts, ev->dur) : 0;
@@ -1570,6 +1641,8 @@ static void commit_event(jr *r, raw_event *ev)
         for (h++; h < name.len && name.p[h] >= '0' && name.p[h] <= '9'; h++)
             n = n > (INT64_MAX - 9) / 10 ? INT64_MAX : n * 10 + (name.p[h] - '0');
         e->value = n;
+        if (ev->have_samples)
+            add_samples(r, n, ev->samples);
         break;
     }
     case TL_CAT_MEMCPY:
@@ -1664,6 +1737,139 @@ static void parse_device_props(jr *r)
         if (c != ',') {
             r->pos--;
             fail(r, "',' or ']' in deviceProperties");
+        }
+    }
+}
+
+/* One {"tid":N,"dropped":N,"lost":N} of the "tally" member's thread_losses. */
+static void parse_thread_loss(jr *r, struct tl_thread_loss *l)
+{
+    expect(r, '{', "'{' starting a thread's losses");
+    if (peek(r, "'}' or a key") == '}') {
+        r->pos++;
+        return;
+    }
+    for (;;) {
+        jstr k = lex_string(r);
+        expect(r, ':', "':' after a key");
+        char c = peek(r, "a value");
+        if (c != '"' && c != '{' && c != '[' && c != 't' && c != 'f' && c != 'n') {
+            int64_t v = to_int(lex_number(r, "a number"));
+            if (EQ(k, "tid"))
+                l->tid = v;
+            else if (EQ(k, "dropped"))
+                l->dropped = (uint64_t)v;
+            else if (EQ(k, "lost"))
+                l->lost = (uint64_t)v;
+        } else {
+            skip_value(r);
+        }
+        c = peek(r, "',' or '}'");
+        r->pos++;
+        if (c == '}')
+            return;
+        if (c != ',') {
+            r->pos--;
+            fail(r, "',' or '}' in a thread's losses");
+        }
+    }
+}
+
+static void parse_thread_losses(jr *r)
+{
+    tl_trace *t = r->t;
+    expect(r, '[', "'[' starting thread_losses");
+    if (peek(r, "']' or an object") == ']') {
+        r->pos++;
+        return;
+    }
+    for (;;) {
+        struct tl_thread_loss l = {0, 0, 0};
+        parse_thread_loss(r, &l);
+        struct tl_thread_loss *nl =
+            realloc(t->thread_losses, (t->nthread_losses + 1) * sizeof *t->thread_losses);
+        if (!nl) {
+            tl_error_setc(r->err, TL_ERR_NOMEM, "%s: out of memory", r->name);
+            longjmp(r->jb, JR_ERROR);
+        }
+        t->thread_losses = nl;
+        t->thread_losses[t->nthread_losses++] = l;
+        char c = peek(r, "',' or ']'");
+        r->pos++;
+        if (c == ']')
+            return;
+        if (c != ',') {
+            r->pos--;
+            fail(r, "',' or ']' in thread_losses");
+        }
+    }
+}
+
+/* The top-level member "tally" of tally's export (chrome_writer.c): what a .tally file holds
+ * beyond its events. */
+static void parse_tally_member(jr *r)
+{
+    static const struct {
+        const char *key;
+        size_t off;
+    } counts[] = {
+        {"dropped", offsetof(tl_trace, dropped)},
+        {"lost", offsetof(tl_trace, lost)},
+        {"bad_pops", offsetof(tl_trace, bad_pops)},
+        {"bad_ends", offsetof(tl_trace, bad_ends)},
+        {"calls_outside", offsetof(tl_trace, calls_outside)},
+        {"unclosed", offsetof(tl_trace, unclosed)},
+        {"mem_unmatched_frees", offsetof(tl_trace, mem_unmatched_frees)},
+        {"mem_reused", offsetof(tl_trace, mem_reused)},
+        {"mem_bad_sizes", offsetof(tl_trace, mem_bad_sizes)},
+        {"cut_at", offsetof(tl_trace, cut_at)},
+        {"unwritten", offsetof(tl_trace, unwritten)},
+        {"unwritten_at", offsetof(tl_trace, unwritten_at)},
+    };
+    tl_trace *t = r->t;
+    /* the trace is tally's own, exported: the views treat it as they treat the .tally file
+     * (memory owners are innermost ranges, a memory timeline without the allocator's totals) */
+    t->source = TL_SRC_TALLY;
+    expect(r, '{', "'{' starting tally");
+    if (peek(r, "'}' or a key") == '}') {
+        r->pos++;
+        return;
+    }
+    for (;;) {
+        jstr k = lex_string(r);
+        expect(r, ':', "':' after a key");
+        char c = peek(r, "a value");
+        if (c == '"') {
+            jstr v = lex_string(r);
+            if (EQ(k, "host"))
+                t->host = intern_js(r, v);
+            else if (EQ(k, "program"))
+                t->program = intern_js(r, v);
+            else if (EQ(k, "samples_unit"))
+                t->samples_unit = intern_js(r, v);
+        } else if (c == '[' && EQ(k, "thread_losses")) {
+            parse_thread_losses(r);
+        } else if (c != '{' && c != '[' && c != 't' && c != 'f' && c != 'n') {
+            int64_t v = to_int(lex_number(r, "a number"));
+            if (EQ(k, "pid"))
+                t->pid = v;
+            else if (EQ(k, "no_wall_clock"))
+                r->no_wall_clock = v != 0;
+            else if (EQ(k, "io_errno"))
+                t->io_errno = (int32_t)v;
+            for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
+                if (jstr_eq(k, counts[i].key, strlen(counts[i].key)))
+                    *(uint64_t *)((char *)t + counts[i].off) = (uint64_t)v;
+        } else {
+            skip_value(r);
+        }
+        c = peek(r, "',' or '}'");
+        r->pos++;
+        if (c == '}')
+            return;
+        if (c != ',') {
+            r->pos--;
+            fail(r, "',' or '}' in tally");
         }
     }
 }
@@ -1817,6 +2023,8 @@ static int run(jr *r)
                 parse_device_props(r);
             } else if (EQ(k, "distributedInfo") && c == '{') {
                 parse_dist_info(r);
+            } else if (EQ(k, "tally") && c == '{') {
+                parse_tally_member(r);
             } else if (EQ(k, "baseTimeNanoseconds") && c != '"' && c != '{' && c != '[') {
                 r->t->wall_offset = to_int(lex_number(r, "a number"));
             } else {
@@ -2034,6 +2242,7 @@ static void jr_free(jr *r)
     free(r->flows);
     free(r->used);
     free(r->scratch);
+    free(r->samples);
     if (!r->in_mem)
         free(r->buf);
 }
@@ -2062,6 +2271,13 @@ static int finish(jr *r)
 {
     tl_trace *t = r->t;
     close_open_ranges(r);
+    if (r->no_wall_clock)
+        t->wall_offset = 0;
+    /* the steps' sample counts of tally's export, as the .tally reader gives them */
+    if (r->nsamples && tl_trace_step_samples(t, r->samples, r->nsamples) != 0) {
+        tl_error_setc(r->err, TL_ERR_NOMEM, "%s: out of memory", r->name);
+        return -1;
+    }
     /* Only tracks something ran on: Kineto names GPU streams as threads too ("stream 7"), and
      * global instants ("Iteration Start") have a process of their own. */
     if (tl_trace_keep_tracks(t, r->used, r->cap_used) != 0) {

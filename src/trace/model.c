@@ -296,6 +296,7 @@ void tl_trace_free(tl_trace *t)
     free(t->tracks);
     free(t->devices);
     free(t->step_samples);
+    free(t->sites);
     free(t->thread_losses);
     free(t->mem);
     free(t->track_slots_);
@@ -520,16 +521,59 @@ int tl_trace_keep_tracks(tl_trace *t, const uint8_t *keep, uint32_t n)
     }
     /* Kineto writes its metadata last, so the tracks dropped are mostly the last ones and no
      * event needs renumbering. */
-    if (moved)
+    if (moved) {
         for (size_t i = 0; i < t->nev; i++)
             if (t->ev[i].track < t->ntracks)
                 t->ev[i].track = to[t->ev[i].track];
+        /* the memory table's rows name their tracks too (a row's track is kept: it is marked
+         * used by whoever added the row) */
+        for (size_t i = 0; i < t->nmem; i++)
+            if (t->mem[i].track < t->ntracks && to[t->mem[i].track] != UINT32_MAX)
+                t->mem[i].track = to[t->mem[i].track];
+    }
     free(to);
     t->ntracks = kept;
     track_fill(t, slots, ns);
     free(t->track_slots_);
     t->track_slots_ = slots;
     t->ntrack_slots_ = ns;
+    return 0;
+}
+
+static int i64_cmp(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+int tl_trace_step_samples(tl_trace *t, int64_t (*samples)[2], size_t n)
+{
+    size_t nsteps = 0;
+    for (size_t i = 0; i < t->nev; i++)
+        nsteps += t->ev[i].cat == TL_CAT_STEP;
+    if (!nsteps)
+        return 0;
+    int64_t *nums = malloc(nsteps * sizeof *nums);
+    free(t->step_samples);
+    t->step_samples = calloc(nsteps, sizeof *t->step_samples);
+    if (!nums || !t->step_samples) {
+        free(nums);
+        return -1;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < t->nev; i++)
+        if (t->ev[i].cat == TL_CAT_STEP)
+            nums[k++] = t->ev[i].value;
+    qsort(nums, nsteps, sizeof *nums, i64_cmp);
+    if (n)
+        qsort(samples, n, sizeof *samples, i64_cmp); /* by step: the first of each pair */
+    for (k = 0; k < nsteps; k++) {
+        int64_t key[2] = {nums[k], 0};
+        const int64_t(*hit)[2] = n ? bsearch(key, samples, n, sizeof *samples, i64_cmp) : NULL;
+        t->step_samples[k] = hit ? (*hit)[1] : 0;
+    }
+    t->nsteps_samples = nsteps;
+    free(nums);
     return 0;
 }
 

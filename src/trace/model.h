@@ -130,10 +130,10 @@ typedef struct tl_event {
     uint16_t flags; /* TL_EV_* */
     uint8_t copy;   /* tl_memcpy_kind for TL_CAT_MEMCPY */
     uint8_t depth;  /* nesting depth on its host track (0 = top), saturates at 255 */
-    uint16_t pad_;
-    uint32_t raw; /* the event as read (a tl_raw id; TL_RAW_ELSEWHERE: written with another
-                     event), kept only when the trace was loaded with keep_raw; 0 = none. It
-                     sits in what was padding: an event is 64 bytes either way */
+    uint16_t site;  /* its call site: t->sites[site - 1]; 0 = none (.tally traces only) */
+    uint32_t raw;   /* the event as read (a tl_raw id; TL_RAW_ELSEWHERE: written with another
+                       event), kept only when the trace was loaded with keep_raw; 0 = none. It
+                       sits in what was padding: an event is 64 bytes either way */
 } tl_event;
 _Static_assert(sizeof(tl_event) == 64, "an event is 64 bytes: keep_raw costs the reports nothing");
 
@@ -235,6 +235,10 @@ typedef struct tl_trace {
      * unless the trace says otherwise (Kineto's mtia_* categories: "MTIA"). Static text. */
     const char *accel;
 
+    /* Where the trace was recorded (.tally traces: META HOST and PROGRAM; string ids, 0 =
+     * unknown). */
+    uint32_t host, program;
+
     /* Losses and warnings carried by the trace (recorder counts). */
     uint64_t dropped; /* records dropped at the memory cap */
     uint64_t bad_pops, bad_ends, calls_outside, unclosed;
@@ -268,6 +272,14 @@ typedef struct tl_trace {
     size_t nmem, cap_mem;
     int mem_addr_known, mem_totals_known;
     uint64_t mem_unmatched_frees, mem_reused, mem_bad_sizes;
+
+    /* Call sites of .tally traces (tally.h's tally_srcloc), which tl_event.site names; only the
+     * first 65535 of a file are named by its events. */
+    struct tl_site {
+        uint32_t file, func; /* string ids, 0 = none */
+        uint32_t line;
+    } * sites;
+    uint32_t nsites;
 
     /* Steps closed by tally_step with their sample counts, in order (tally traces). */
     int64_t *step_samples;
@@ -325,6 +337,12 @@ int tl_trace_keep_tracks(tl_trace *t, const uint8_t *keep, uint32_t n);
 /* Append a memory event to t->mem (zeroed but for totals -1); NULL when out of memory. Readers
  * append in any order; tl_trace_finish sorts them by time. */
 tl_memev *tl_trace_add_mem(tl_trace *t);
+
+/* Give each step span (TL_CAT_STEP) its sample count from the (step number, samples) pairs
+ * samples[n] (sorted here), into t->step_samples: one per step span in step-number order, 0 for
+ * a step without a pair (the .tally reader and the JSON reader of tally's export). Returns 0,
+ * or -1 when out of memory. */
+int tl_trace_step_samples(tl_trace *t, int64_t (*samples)[2], size_t n);
 
 /* Find or add a device by id; returns it. */
 tl_device *tl_trace_device(tl_trace *t, int32_t id);

@@ -151,6 +151,12 @@ static int read_meta(tl_tally_dec *d, const unsigned char *p, size_t len, size_t
         case TALLY__META_SAMPLES_UNIT:
             d->t->samples_unit = tl_intern(&d->t->strings, (const char *)v, vl);
             break;
+        case TALLY__META_HOST:
+            d->t->host = tl_intern(&d->t->strings, (const char *)v, vl);
+            break;
+        case TALLY__META_PROGRAM:
+            d->t->program = tl_intern(&d->t->strings, (const char *)v, vl);
+            break;
         case TALLY__META_END_NS:
             if (vl >= 8) {
                 d->end_ns = tl_clamp_time(i64);
@@ -177,7 +183,11 @@ static int read_strings(tl_tally_dec *d, const unsigned char *p, size_t len, siz
         if (body > len - i - sizeof e)
             return cut ? 0 : fail(d, off + i, "expected the string entry's text inside its chunk");
         tl_tally_site s;
-        s.name = tl_intern(&d->t->strings, (const char *)p + i + sizeof e, e.name_len);
+        const char *text = (const char *)p + i + sizeof e;
+        s.name = tl_intern(&d->t->strings, text, e.name_len);
+        s.file = tl_intern(&d->t->strings, text + e.name_len, e.file_len);
+        s.func = tl_intern(&d->t->strings, text + e.name_len + e.file_len, e.func_len);
+        s.line = e.line;
         s.cat = clamp_cat(e.category);
         if (tl_grow_array(&d->sites, &d->cap_sites, d->nsites + 1, sizeof *d->sites) != 0)
             return fail_nomem(d, off);
@@ -621,8 +631,13 @@ static int decode_run(tl_tally_dec *d, const tl_tally_sink *s, const tl_tally_ru
             if (x.w1) {
                 uint64_t *si = tl_u64map_get(&d->site_map, x.w1);
                 if (si) {
-                    ev.e.name = d->sites[*si].name;
-                    cat = d->sites[*si].cat;
+                    const tl_tally_site *site = &d->sites[*si];
+                    ev.e.name = site->name;
+                    cat = site->cat;
+                    ev.site_file = site->file;
+                    ev.site_func = site->func;
+                    ev.site_line = site->line;
+                    ev.site = (uint32_t)*si + 1;
                 } else {
                     ev.e.name = tl_intern(&t->strings, "(unknown)", 9);
                 }

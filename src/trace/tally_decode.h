@@ -32,6 +32,10 @@ typedef struct tl_tally_ev {
     tl_event e;
     const char *name, *args;
     uint32_t name_len, args_len;
+    /* the call site of a range, mark or counter recorded with one (tally.h's tally_srcloc):
+     * file and function as string ids in the trace, 0 = none, and the line */
+    uint32_t site_file, site_func, site_line;
+    uint32_t site; /* the call site's index in the decoder's sites + 1; 0 = none */
 } tl_tally_ev;
 
 typedef struct tl_tally_sink {
@@ -50,8 +54,10 @@ typedef struct tl_tally_sink {
 } tl_tally_sink;
 
 typedef struct tl_tally_site {
-    uint32_t name; /* string id */
-    uint16_t cat;  /* tl_cat */
+    uint32_t name;       /* string id */
+    uint32_t file, func; /* string ids, 0 = none */
+    uint32_t line;
+    uint16_t cat; /* tl_cat */
 } tl_tally_site;
 
 /* An EVENTS chunk of the index. */

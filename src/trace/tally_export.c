@@ -43,7 +43,8 @@
 /* A range still open: its event, with its text copied when the decoder gave text. */
 typedef struct pending {
     tl_event e;
-    int64_t order;     /* its place in decoding order: the model's order of insertion */
+    int64_t order; /* its place in decoding order: the model's order of insertion */
+    uint32_t site_file, site_func, site_line; /* its call site (tl_tally_ev) */
     char *name, *args; /* owned buffers, kept for reuse when the entry is free */
     uint32_t name_len, args_len, name_cap, args_cap;
     int64_t next_free; /* -2 while in use */
@@ -95,6 +96,10 @@ typedef struct stream {
     tl_u64map deferred_map; /* id -> index in deferred */
     deferred_flow *deferred;
     size_t ndeferred, cap_deferred;
+
+    /* the last STEP_END: its step and sample count, for the step span it closes next */
+    int64_t samples_step, samples;
+    int have_samples;
 
     size_t nev; /* events written */
 } stream;
@@ -195,9 +200,30 @@ static int flow_end(stream *s, const tl_event *e, int64_t order)
     return defer_flow_end(s, e, order, device);
 }
 
-/* A complete event: measured (pass 1) or written (pass 2). */
+/* The call site file:line func of an event (string ids; file 0: none) into x. */
+static void site_extra(const stream *s, tl_json_extra *x, uint32_t file, uint32_t func,
+                       uint32_t line)
+{
+    const tl_strtab *st = &s->t->strings;
+    if (!file || file >= st->count)
+        return;
+    x->file = tl_str(st, file);
+    x->file_len = st->len[file];
+    x->func = tl_str(st, func);
+    x->func_len = func < st->count ? st->len[func] : 0;
+    x->line = line;
+}
+
+/* A thread's [memory] event is written with its row of the memory table (sink_memory): the
+ * row holds what the event does and more. */
+static int memory_from_row(const stream *s, const tl_event *e)
+{
+    return e->cat == TL_CAT_MEMORY && s->t->tracks[e->track].kind == TL_TRACK_THREAD;
+}
+
+/* A complete event: measured (pass 1) or written (pass 2). site: its call site (string ids). */
 static int done(stream *s, const tl_event *e, int64_t order, const char *name, size_t name_len,
-                const char *args, size_t args_len)
+                const char *args, size_t args_len, const uint32_t site[3])
 {
     if (s->pass == 1) {
         if (e->cat == TL_CAT_STEP) {
@@ -211,9 +237,13 @@ static int done(stream *s, const tl_event *e, int64_t order, const char *name, s
         }
         return is_call(e) || is_device_work(e) ? count_corr(s, e) : 0;
     }
-    if (e->cat == TL_CAT_STEP && !s->keep_steps)
+    if ((e->cat == TL_CAT_STEP && !s->keep_steps) || memory_from_row(s, e))
         return 0;
-    tl_json_event(s->w, &s->t->tracks[e->track], e, name, name_len, args, args_len);
+    tl_json_extra x = {-1, NULL, NULL, 0, 0, 0};
+    if (e->cat == TL_CAT_STEP) /* a kept step: the file has STEP_ENDs, the model gives a count */
+        x.samples = s->have_samples && s->samples_step == e->value ? s->samples : 0;
+    site_extra(s, &x, site[0], site[1], site[2]);
+    tl_json_event(s->w, &s->t->tracks[e->track], e, name, name_len, args, args_len, &x);
     s->nev++;
     return flow_end(s, e, order);
 }
@@ -266,14 +296,20 @@ static int64_t sink_open(void *ctx, const tl_tally_ev *x)
         name = id_text(s, x->e.name, &nl);
     if (x->e.args != TL_TALLY_TEXT)
         args = id_text(s, x->e.args, &al);
+    uint32_t site[3] = {x->site_file, x->site_func, x->site_line};
+    if (x->site > UINT16_MAX) /* past what the model names (tl_event.site): as it writes */
+        site[0] = site[1] = site[2] = 0;
     if (x->e.dur >= 0)
-        return done(s, &x->e, order, name, nl, args, al) != 0 ? -1 : 0;
+        return done(s, &x->e, order, name, nl, args, al, site) != 0 ? -1 : 0;
     int64_t ref = take_entry(s);
     if (ref < 0)
         return -1;
     pending *p = &s->pool[ref];
     p->e = x->e;
     p->order = order;
+    p->site_file = site[0];
+    p->site_func = site[1];
+    p->site_line = site[2];
     p->next_free = -2;
     p->name_len = p->args_len = 0;
     if (s->pass == 2 && (keep_text(&p->name, &p->name_cap, &p->name_len, name, (uint32_t)nl) ||
@@ -287,7 +323,8 @@ static int finish_entry(stream *s, int64_t ref, int64_t end, uint16_t flags)
     pending *p = &s->pool[ref];
     p->e.dur = tl_tally_dur(p->e.ts, end);
     p->e.flags |= flags;
-    int rc = done(s, &p->e, p->order, p->name, p->name_len, p->args, p->args_len);
+    uint32_t site[3] = {p->site_file, p->site_func, p->site_line};
+    int rc = done(s, &p->e, p->order, p->name, p->name_len, p->args, p->args_len, site);
     p = &s->pool[ref];
     p->next_free = s->free_head;
     s->free_head = ref;
@@ -297,6 +334,31 @@ static int finish_entry(stream *s, int64_t ref, int64_t end, uint16_t flags)
 static int sink_close(void *ctx, int64_t ref, int64_t end, uint16_t flags)
 {
     return finish_entry(ctx, ref, end, flags);
+}
+
+/* A STEP_END: the step span it closes (the decoder closes it next) carries the count. The
+ * model reader looks the count up by step number over the whole file; a step is closed by the
+ * STEP_END of its own number, so the last one is the one. */
+static int sink_samples(void *ctx, int64_t step, int64_t samples)
+{
+    stream *s = ctx;
+    s->samples_step = step;
+    s->samples = samples;
+    s->have_samples = 1;
+    return 0;
+}
+
+/* A row of the memory table: written in pass 2 with everything it holds (a host thread's; a
+ * stream's, from CUPTI's memory activity, goes out as the device event it came with). */
+static int sink_memory(void *ctx, const tl_memev *m)
+{
+    stream *s = ctx;
+    if (s->pass == 2 && m->track < s->t->ntracks &&
+        s->t->tracks[m->track].kind == TL_TRACK_THREAD) {
+        tl_json_memory(s->w, s->t, &s->t->tracks[m->track], m);
+        s->nev++;
+    }
+    return 0;
 }
 
 /* After a pass: what was never ended, as the model reader closes it (tally_reader.c). */
@@ -319,9 +381,10 @@ static int finish_pass(stream *s)
 
 static int run_pass(stream *s, int pass)
 {
-    tl_tally_sink sink = {s, sink_open, sink_close, NULL, NULL};
+    tl_tally_sink sink = {s, sink_open, sink_close, sink_samples, sink_memory};
     s->pass = pass;
     s->order = 0;
+    s->have_samples = 0;
     return tl_tally_decode(s->d, &sink) != 0 ? -1 : finish_pass(s);
 }
 
@@ -361,7 +424,7 @@ static int convert(stream *s, const char *path, FILE *f, const char *trace_name,
         tl_json_tracks(s->w, s->t);
     }
     /* closed either way: a failed conversion leaves no open file */
-    if (tl_json_close(s->w, s->t1, trace_name, err) != 0)
+    if (tl_json_close(s->w, s->t1, trace_name, s->t, err) != 0)
         rc = -1;
     s->w = NULL;
     return rc;

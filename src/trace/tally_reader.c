@@ -35,6 +35,7 @@ static int64_t model_open(void *ctx, const tl_tally_ev *x)
     if (!e)
         return -1;
     *e = x->e;
+    e->site = x->site <= UINT16_MAX ? (uint16_t)x->site : 0;
     if (x->e.name == TL_TALLY_TEXT)
         e->name = tl_intern(&t->strings, x->name, x->name_len);
     if (x->e.args == TL_TALLY_TEXT)
@@ -73,18 +74,6 @@ static int model_memory(void *ctx, const tl_memev *x)
     return 0;
 }
 
-static int pair_cmp(const void *a, const void *b)
-{
-    const int64_t *x = a, *y = b;
-    return (x[0] > y[0]) - (x[0] < y[0]);
-}
-
-static int i64_cmp(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
 /* Close what was never ended (see the top), then the sample counts: one per step span, in step
  * order. A step closed only by stop is no step when the file has no STEP_END: what runs between
  * the last tally_step and tally_stop (often nothing) would otherwise show up as a near-empty step
@@ -110,34 +99,7 @@ static int model_finish(model_sink *m, const tl_tally_dec *d)
     t->nev = w;
     if (!d->any_step_end)
         return 0;
-    size_t nsteps = 0;
-    for (size_t i = 0; i < t->nev; i++)
-        nsteps += t->ev[i].cat == TL_CAT_STEP;
-    if (!nsteps)
-        return 0;
-    int64_t *nums = malloc(nsteps * sizeof *nums);
-    t->step_samples = calloc(nsteps, sizeof *t->step_samples);
-    if (!nums || !t->step_samples) {
-        free(nums);
-        return -1;
-    }
-    size_t k = 0;
-    for (size_t i = 0; i < t->nev; i++)
-        if (t->ev[i].cat == TL_CAT_STEP)
-            nums[k++] = t->ev[i].value;
-    qsort(nums, nsteps, sizeof *nums, i64_cmp);
-    if (m->nsamples)
-        qsort(m->samples, m->nsamples, sizeof *m->samples, pair_cmp);
-    for (k = 0; k < nsteps; k++) {
-        int64_t key[2] = {nums[k], 0};
-        const int64_t(*hit)[2] =
-            m->nsamples ? bsearch(key, m->samples, m->nsamples, sizeof *m->samples, pair_cmp)
-                        : NULL;
-        t->step_samples[k] = hit ? (*hit)[1] : 0;
-    }
-    t->nsteps_samples = nsteps;
-    free(nums);
-    return 0;
+    return tl_trace_step_samples(t, m->samples, m->nsamples);
 }
 
 /* Read the file in memory (data) or open on fd into t. */
@@ -150,6 +112,17 @@ static int read_tally(tl_trace *t, const void *data, int fd, size_t len, const c
     int rc = -1;
     if (tl_tally_open(&d, t, data, fd, len, name, err) != 0)
         goto out;
+    /* the call sites, in the decoder's order: an event's site is its index + 1 */
+    if (d.nsites) {
+        free(t->sites);
+        if (!(t->sites = malloc(d.nsites * sizeof *t->sites))) {
+            tl_error_setc(err, TL_ERR_NOMEM, "%s: out of memory", d.name);
+            goto out;
+        }
+        for (size_t i = 0; i < d.nsites; i++)
+            t->sites[i] = (struct tl_site){d.sites[i].file, d.sites[i].func, d.sites[i].line};
+        t->nsites = (uint32_t)d.nsites;
+    }
     /* room for as many events as there are records (a range takes two): a growing array would
      * move, and touch its pages again */
     size_t nrec = 0;
