@@ -12,8 +12,10 @@
  * lines, so that pandas.read_csv and Python's csv module read it unaided. A single table is
  * written as it is; several (a report's views, the tables of diff or gaps) are held until
  * tl_out_end and written as one table whose first column, "view", holds each row's table key,
- * under the union of the tables' columns (a column a table lacks is empty on its rows). Titles
- * and notes are text and JSON only.
+ * under the union of the tables' columns (a column a table lacks is empty on its rows). The
+ * held rows are CSV text in a temporary file (in memory when none can be made), not cells:
+ * a report of a million names holds no table but the one being computed. Titles and notes
+ * are text and JSON only.
  *
  * Output errors (a full disk, a closed pipe) are left in the FILE's error flag for the caller
  * to check with ferror(); nothing here exits or prints anywhere else.
@@ -32,13 +34,13 @@
  * "...". */
 #define TL_TEXT_MAX_NAME 60
 
-/* One table held for CSV output: its key, its column keys (with the "<key>_level" fields of
- * indented names) and its fields as text, row-major, NULL where the cell is empty. */
+/* One table held for CSV output: its key, and how many of the union's columns there were when
+ * it came (its fields fill those; the columns later tables add are empty on its rows). Its
+ * rows are CSV text in the output's spool, each ended by a NUL (a field may hold a line
+ * break, never a NUL). */
 typedef struct csv_held {
     char *view;
-    char **keys;
-    int ncols;
-    char **cells;
+    int nu;
     int nrows;
 } csv_held;
 
@@ -54,6 +56,12 @@ struct tl_out_priv {
     int nmembers; /* JSON: top-level members written so far (tables and tl_out_json) */
     csv_held *csv;
     int ncsv;
+    char **ukeys; /* CSV: the union of the columns so far, in order of first appearance */
+    int nu, ucap;
+    FILE *spool; /* CSV: the held rows as text: a temporary file, else memory */
+    int inmem;   /* the spool is in memory (no temporary file could be made) */
+    char *mem;   /* its buffer (open_memstream) */
+    size_t memlen;
 };
 
 /* ---- small utilities -------------------------------------------------------------------- */
@@ -887,76 +895,117 @@ static void unique_key(tl_out *o, const tl_table *t, char *key, size_t n)
     }
 }
 
-static void csv_held_free(csv_held *h)
+/* The union column of key for column c of a table whose earlier columns took map[0..c-1]:
+ * the first column of that key no earlier column took, else a new one; -1 when out of memory. */
+static int csv_union_col(struct tl_out_priv *pv, const char *key, const int *map, int c)
 {
-    for (int c = 0; c < h->ncols; c++)
-        free(h->keys[c]);
-    for (size_t i = 0; h->cells && i < (size_t)h->nrows * h->ncols; i++)
-        free(h->cells[i]);
-    free(h->keys);
-    free(h->cells);
-    free(h->view);
+    for (int k = 0; k < pv->nu; k++) {
+        int taken = 0; /* an earlier column of this table took union column k */
+        for (int j = 0; j < c && !taken; j++)
+            taken = map[j] == k;
+        if (!taken && strcmp(pv->ukeys[k], key) == 0)
+            return k;
+    }
+    if (pv->nu == pv->ucap) {
+        int cap = pv->ucap ? pv->ucap * 2 : 32;
+        char **nk = realloc(pv->ukeys, (size_t)cap * sizeof *nk);
+        if (!nk)
+            return -1;
+        pv->ukeys = nk;
+        pv->ucap = cap;
+    }
+    char *d = xstrdup(key);
+    if (!d)
+        return -1;
+    pv->ukeys[pv->nu] = d;
+    return pv->nu++;
 }
 
-/* Copy t's fields as CSV text into the output's held tables. */
+/* Write t's rows as CSV text into the output's spool, under the union's columns so far. A
+ * spool on disk (tmpfile) keeps a report of a million rows out of memory. */
 static void csv_table(tl_out *o, const tl_table *t)
 {
     struct tl_out_priv *pv = o->priv;
     if (!pv)
         return;
+    if (!pv->spool && !(pv->spool = tmpfile())) {
+        if (!(pv->spool = open_memstream(&pv->mem, &pv->memlen)))
+            return;
+        pv->inmem = 1;
+    }
     csv_held *nh = realloc(pv->csv, (size_t)(pv->ncsv + 1) * sizeof *nh);
     if (!nh)
         return;
     pv->csv = nh;
-    csv_held *h = &pv->csv[pv->ncsv++];
+    csv_held *h = &pv->csv[pv->ncsv];
     memset(h, 0, sizeof *h);
     char key[256];
     unique_key(o, t, key, sizeof key);
-    h->view = xstrdup(key);
     int *lvl = calloc(t->ncols ? (size_t)t->ncols : 1, sizeof *lvl);
     int n = 0;
-    for (int c = 0; c < t->ncols; c++)
-        n += 1 + (lvl && (lvl[c] = col_has_indent(t, c)));
-    h->keys = calloc(n ? (size_t)n : 1, sizeof *h->keys);
-    h->cells = calloc((size_t)(t->nrows ? t->nrows : 1) * (n ? n : 1), sizeof *h->cells);
-    if (!lvl || !h->keys || !h->cells) {
-        free(lvl);
-        csv_held_free(h);
-        pv->ncsv--;
-        return;
-    }
-    h->ncols = n;
+    for (int c = 0; lvl && c < t->ncols; c++)
+        n += 1 + (lvl[c] = col_has_indent(t, c));
+    int *map = calloc(n ? (size_t)n : 1, sizeof *map);
+    char *nbuf = malloc((n ? (size_t)n : 1) * 128); /* each field's number text */
+    h->view = xstrdup(key);
+    if (!lvl || !map || !nbuf || !h->view)
+        goto out;
     for (int c = 0, k = 0; c < t->ncols; c++) {
-        h->keys[k++] = xstrdup(t->cols[c].key);
+        if ((map[k] = csv_union_col(pv, t->cols[c].key, map, k)) < 0)
+            goto out;
+        k++;
         if (lvl[c]) {
             char lk[256];
             snprintf(lk, sizeof lk, "%s_level", t->cols[c].key);
-            h->keys[k++] = xstrdup(lk);
+            if ((map[k] = csv_union_col(pv, lk, map, k)) < 0)
+                goto out;
+            k++;
         }
     }
-    char buf[128];
+    h->nu = pv->nu;
+    const char **line = calloc(h->nu ? (size_t)h->nu : 1, sizeof *line);
+    if (!line)
+        goto out;
+    FILE *sp = pv->spool;
     for (int r = 0; r < t->nrows; r++) {
-        char **row = &h->cells[(size_t)r * n];
+        memset(line, 0, (size_t)(h->nu ? h->nu : 1) * sizeof *line);
         for (int c = 0, k = 0; c < t->ncols; c++) {
             const tl_cell *cell = ccell_at(t, r, c);
+            char *buf = nbuf + (size_t)k * 128;
             if (cell->set) {
                 if (t->cols[c].type == TL_COL_STR) {
-                    row[k] = xstrdup(cell->s);
+                    line[map[k]] = cell->s ? cell->s : "";
                 } else {
-                    fmt_number_cell(buf, sizeof buf, cell, t->cols[c].type);
+                    fmt_number_cell(buf, 128, cell, t->cols[c].type);
                     if (strcmp(buf, "null") != 0)
-                        row[k] = xstrdup(buf);
+                        line[map[k]] = buf;
                 }
             }
             k++;
             if (lvl[c]) {
-                snprintf(buf, sizeof buf, "%d", cell->indent);
-                row[k++] = xstrdup(buf);
+                buf += 128;
+                snprintf(buf, 128, "%d", cell->indent);
+                line[map[k++]] = buf;
             }
         }
+        for (int k = 0; k < h->nu; k++) {
+            if (k)
+                fputc(',', sp);
+            if (line[k])
+                csv_str(sp, line[k]);
+        }
+        fputc('\0', sp);
     }
+    free(line);
     h->nrows = t->nrows;
+    pv->ncsv++;
+    h = NULL;
+out:
+    if (h)
+        free(h->view);
     free(lvl);
+    free(map);
+    free(nbuf);
 }
 
 /* Write the held tables: one as it is; several as one table with a "view" column first and
@@ -966,75 +1015,51 @@ static void csv_write(tl_out *o)
 {
     struct tl_out_priv *pv = o->priv;
     FILE *f = o->f;
-    if (!pv || pv->ncsv == 0)
+    if (!pv || pv->ncsv == 0 || !pv->spool)
         return;
-    int multi = pv->ncsv > 1, nu = 0, cap = 0;
-    char **ukeys = NULL;
-    int **map = calloc((size_t)pv->ncsv, sizeof *map);
-    if (!map)
-        return;
-    for (int i = 0; i < pv->ncsv; i++) {
-        const csv_held *h = &pv->csv[i];
-        map[i] = calloc(h->ncols ? (size_t)h->ncols : 1, sizeof **map);
-        if (!map[i])
-            goto out;
-        for (int c = 0; c < h->ncols; c++) {
-            int u = -1;
-            for (int k = 0; k < nu && u < 0; k++) {
-                int taken = 0; /* an earlier column of this table took union column k */
-                for (int j = 0; j < c && !taken; j++)
-                    taken = map[i][j] == k;
-                if (!taken && strcmp(ukeys[k], h->keys[c]) == 0)
-                    u = k;
-            }
-            if (u < 0) {
-                if (nu == cap) {
-                    cap = cap ? cap * 2 : 32;
-                    char **nk = realloc(ukeys, (size_t)cap * sizeof *nk);
-                    if (!nk)
-                        goto out;
-                    ukeys = nk;
-                }
-                u = nu;
-                ukeys[nu++] = h->keys[c];
-            }
-            map[i][c] = u;
-        }
-    }
+    int multi = pv->ncsv > 1, nu = pv->nu;
     if (multi)
         fputs("view", f);
     for (int k = 0; k < nu; k++) {
         if (k || multi)
             fputc(',', f);
-        csv_str(f, ukeys[k]);
+        csv_str(f, pv->ukeys[k]);
     }
     fputc('\n', f);
-    const char **line = calloc(nu ? (size_t)nu : 1, sizeof *line);
-    if (!line)
-        goto out;
+    FILE *rd = NULL;
+    if (!pv->inmem) { /* a file: read it from the start */
+        if (fflush(pv->spool) == 0 && fseek(pv->spool, 0, SEEK_SET) == 0)
+            rd = pv->spool;
+    } else { /* memory: the buffer is final once the stream is closed */
+        fclose(pv->spool);
+        pv->spool = NULL;
+        rd = pv->memlen ? fmemopen(pv->mem, pv->memlen, "r") : NULL;
+    }
+    char *lb = NULL;
+    size_t lcap = 0;
     for (int i = 0; i < pv->ncsv; i++) {
         const csv_held *h = &pv->csv[i];
         for (int r = 0; r < h->nrows; r++) {
-            memset(line, 0, (size_t)(nu ? nu : 1) * sizeof *line);
-            for (int c = 0; c < h->ncols; c++)
-                line[map[i][c]] = h->cells[(size_t)r * h->ncols + c];
+            ssize_t len = rd ? getdelim(&lb, &lcap, '\0', rd) : -1;
+            if (len <= 0)
+                goto out; /* a spool that could not be written or read: the rows are lost */
             if (multi)
                 csv_str(f, h->view);
-            for (int k = 0; k < nu; k++) {
+            if (h->nu > 0) {
+                if (multi)
+                    fputc(',', f);
+                fwrite(lb, 1, (size_t)len - 1, f);
+            }
+            for (int k = h->nu; k < nu; k++)
                 if (k || multi)
                     fputc(',', f);
-                if (line[k])
-                    csv_str(f, line[k]);
-            }
             fputc('\n', f);
         }
     }
-    free(line);
 out:
-    for (int i = 0; i < pv->ncsv; i++)
-        free(map[i]);
-    free(map);
-    free(ukeys);
+    free(lb);
+    if (rd && rd != pv->spool)
+        fclose(rd);
 }
 
 /* ---- json -------------------------------------------------------------------------------- */
@@ -1301,8 +1326,14 @@ void tl_out_end(tl_out *o)
     }
     if (pv) {
         for (int i = 0; i < pv->ncsv; i++)
-            csv_held_free(&pv->csv[i]);
+            free(pv->csv[i].view);
         free(pv->csv);
+        for (int i = 0; i < pv->nu; i++)
+            free(pv->ukeys[i]);
+        free(pv->ukeys);
+        if (pv->spool)
+            fclose(pv->spool);
+        free(pv->mem);
         for (int i = 0; i < pv->nmsgs; i++)
             free(pv->msgs[i]);
         free(pv->msgs);

@@ -115,6 +115,50 @@ TEST(aborted_output_is_not_a_whole_report)
     tl_table_free(t);
 }
 
+/* Several tables in CSV: one header, the union of their columns in order of first appearance
+ * (a key twice in one table is two columns), a later table's new columns empty on the earlier
+ * rows; the rows wait in the spool until the end. */
+TEST(csv_tables_share_one_header)
+{
+    static const tl_col a_cols[] = {{"Name", "name", TL_COL_STR, 1},
+                                    {"Calls", "calls", TL_COL_INT, 0}};
+    static const tl_col b_cols[] = {{"Calls", "calls", TL_COL_INT, 0},
+                                    {"Extra", "extra", TL_COL_INT, 0},
+                                    {"Calls", "calls", TL_COL_INT, 0},
+                                    {"Name", "name", TL_COL_STR, 1}};
+    tl_table *a = tl_table_new("A", "a", a_cols, 2), *b = tl_table_new("B", "b", b_cols, 4);
+    int r = tl_table_add_row(a);
+    tl_table_str(a, r, 0, "a,1");
+    tl_table_int(a, r, 1, 1);
+    r = tl_table_add_row(a); /* no name */
+    tl_table_int(a, r, 1, 2);
+    r = tl_table_add_row(b);
+    tl_table_int(b, r, 0, 5);
+    tl_table_int(b, r, 1, 6);
+    tl_table_int(b, r, 2, 7);
+    tl_table_str(b, r, 3, "x");
+    tl_table_indent(b, r, 3, 1);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    tl_out o;
+    tl_out_begin(&o, f, TL_FMT_CSV, TL_UNIT_AUTO);
+    tl_out_table(&o, a);
+    tl_out_table(&o, b);
+    tl_out_table(&o, a); /* the same key again: "a_2" */
+    tl_out_end(&o);
+    fclose(f);
+    CHECK_STR(buf, "view,name,calls,extra,calls,name_level\n"
+                   "a,\"a,1\",1,,,\n"
+                   "a,,2,,,\n"
+                   "b,x,5,6,7,1\n"
+                   "a_2,\"a,1\",1,,,\n"
+                   "a_2,,2,,,\n");
+    free(buf);
+    tl_table_free(a);
+    tl_table_free(b);
+}
+
 static char *report(const tl_trace *t, const tl_report_opts *o, int *rc, tl_error *err)
 {
     char *buf = NULL;
@@ -252,6 +296,7 @@ int main(void)
     RUN(borrowed_cells_render_sort_and_are_not_freed);
     RUN(reserve_sizes_the_table_to_its_rows);
     RUN(aborted_output_is_not_a_whole_report);
+    RUN(csv_tables_share_one_header);
     RUN(streamed_report_is_each_view_in_order);
     RUN(views_with_more_names_than_a_release_step);
     return test_summary();
