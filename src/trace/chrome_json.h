@@ -11,6 +11,16 @@
 
 #include <stdio.h>
 
+/* A host thread's event made from an allocation or a free: the readers add it as an instant of
+ * category MEMORY beside the row of the memory table that holds the same and more, so an export
+ * writes the row instead. A range that merely has the category (a damaged file, a push with
+ * that category) is written as what it is. */
+static inline int tl_is_memory_record_event(const tl_trace *t, const tl_event *e)
+{
+    return e->cat == TL_CAT_MEMORY && (e->flags & TL_EV_INSTANT) && e->track < t->ntracks &&
+           t->tracks[e->track].kind == TL_TRACK_THREAD;
+}
+
 typedef struct tl_json tl_json;
 
 /* Start writing to path (gzip-compressed when it ends in ".gz"), or to f when path is NULL.

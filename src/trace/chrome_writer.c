@@ -584,7 +584,7 @@ static int memory_from_table(const tl_trace *t)
 {
     size_t nev = 0, nrows = 0;
     for (size_t i = 0; i < t->nev; i++)
-        nev += t->ev[i].cat == TL_CAT_MEMORY && on_thread(t, t->ev[i].track);
+        nev += tl_is_memory_record_event(t, &t->ev[i]);
     for (size_t i = 0; i < t->nmem; i++)
         nrows += on_thread(t, t->mem[i].track) && !(t->mem[i].flags & (TL_MEM_LABEL | TL_MEM_LIVE));
     return nev == nrows;
@@ -620,7 +620,7 @@ static int64_t write_all(jw *w, const tl_trace *t)
     }
     for (size_t i = 0; i < t->nev; i++) {
         const tl_event *e = &t->ev[i];
-        if (from_table && e->cat == TL_CAT_MEMORY && on_thread(t, e->track))
+        if (from_table && tl_is_memory_record_event(t, e))
             continue;
         size_t nl, al;
         const char *name = text(t, e->name, &nl), *args = text(t, e->args, &al);

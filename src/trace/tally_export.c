@@ -218,7 +218,7 @@ static void site_extra(const stream *s, tl_json_extra *x, uint32_t file, uint32_
  * row holds what the event does and more. */
 static int memory_from_row(const stream *s, const tl_event *e)
 {
-    return e->cat == TL_CAT_MEMORY && s->t->tracks[e->track].kind == TL_TRACK_THREAD;
+    return tl_is_memory_record_event(s->t, e);
 }
 
 /* A complete event: measured (pass 1) or written (pass 2). site: its call site (string ids). */
