@@ -356,7 +356,10 @@ static int sink_memory(void *ctx, const tl_memev *m)
     if (s->pass == 2 && m->track < s->t->ntracks &&
         s->t->tracks[m->track].kind == TL_TRACK_THREAD) {
         tl_json_memory(s->w, s->t, &s->t->tracks[m->track], m);
-        s->nev++;
+        /* counted as the model counts: an allocation or free is an event there too, a label
+         * or a block live at the window's start only a row */
+        if (!(m->flags & (TL_MEM_LABEL | TL_MEM_LIVE)))
+            s->nev++;
     }
     return 0;
 }
