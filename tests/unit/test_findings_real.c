@@ -12,6 +12,7 @@
  */
 #include "analysis/insight.h"
 #include "insight_fixture.h"
+#include "shared_trace.h"
 #include "testlib.h"
 
 #include <stdlib.h>
@@ -85,19 +86,12 @@ static walk walk_stream(const tl_trace *t, uint32_t track, const tl_ivset *w)
 
 static void check_trace(const char *name)
 {
-    char path[512];
-    snprintf(path, sizeof path, "%s/traces/%s", TALLY_SHARED_DIR, name);
     tl_trace t;
-    tl_trace_init(&t);
-    tl_error err = {{0}};
-    if (tl_load(&t, path, 0, &err) != 0) {
-        fprintf(stderr, "  %s: %s\n", name, err.msg);
-        CHECK(0);
+    if (shared_trace_load(&t, name, 0) != 0) {
         tl_trace_free(&t);
         return;
     }
-    if (!t.finished)
-        tl_trace_finish(&t);
+    tl_error err = {{0}};
     tl_window w;
     tl_profiled_window(&t, &w);
     tl_ivset win = {0};

@@ -3,6 +3,7 @@
  * busy within the span, every device op counted once, overlap within both sets, communication
  * found in the NCCL traces, findings ranked, a trace diffed with itself unchanged. */
 #include "insight_fixture.h"
+#include "shared_trace.h"
 #include "testlib.h"
 
 #include <stdlib.h>
@@ -28,19 +29,7 @@ static int is_op(const tl_event *e)
 
 static int load(tl_trace *t, const char *name)
 {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/traces/%s", TALLY_SHARED_DIR, name);
-    tl_trace_init(t);
-    if (access(path, R_OK) != 0)
-        return -1;
-    tl_error err = {{0}};
-    int rc = tl_load(t, path, 0, &err);
-    if (rc != 0)
-        fprintf(stderr, "%s\n", err.msg);
-    CHECK_EQ_INT(rc, 0);
-    if (rc == 0 && !t->finished)
-        CHECK_EQ_INT(tl_trace_finish(t), 0);
-    return rc;
+    return shared_trace_load(t, name, 1);
 }
 
 static void check_idle(const tl_trace *t, const char *name)

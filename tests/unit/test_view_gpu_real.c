@@ -14,6 +14,7 @@
 #include "analysis/attrib.h"
 #include "analysis/views.h"
 #include "test_view_gpu_fixture.h"
+#include "shared_trace.h"
 #include "testlib.h"
 
 #include <stdlib.h>
@@ -30,19 +31,12 @@ static const char *const files[] = {
 
 static void check_trace(const char *name)
 {
-    char path[512];
-    snprintf(path, sizeof path, "%s/traces/%s", TALLY_SHARED_DIR, name);
     tl_trace t;
-    tl_trace_init(&t);
-    tl_error err = {{0}};
-    if (tl_load(&t, path, 0, &err) != 0) {
-        fprintf(stderr, "  %s: %s\n", name, err.msg);
-        CHECK(0);
+    if (shared_trace_load(&t, name, 0) != 0) {
         tl_trace_free(&t);
         return;
     }
-    if (!t.finished)
-        tl_trace_finish(&t);
+    tl_error err = {{0}};
     int64_t kern_sum = 0, kern_n = 0, work_sum = 0;
     for (size_t i = 0; i < t.nev; i++) {
         if (t.ev[i].cat == TL_CAT_KERNEL) {
