@@ -837,10 +837,7 @@ int tl_mem_alive_at(const tl_mem *m, const tl_mem_device *d, const size_t *pos, 
 
 static uint64_t child_hash(size_t parent, const char *comp, size_t len)
 {
-    uint64_t h = 1469598103934665603ULL ^ (uint64_t)parent * 0x9E3779B97F4A7C15ULL;
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ (unsigned char)comp[i]) * 1099511628211ULL;
-    return h ^ (h >> 29);
+    return tl_u64map_mix(tl_hash_bytes(comp, len) + (uint64_t)parent);
 }
 
 /* Put node k in the index (its slot free; the index not full). */

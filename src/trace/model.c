@@ -100,7 +100,7 @@ void tl_error_setc(tl_error *e, tl_errcode code, const char *fmt, ...)
 
 /* ---- string table ----------------------------------------------------------------------- */
 
-static uint64_t hash_bytes(const char *s, size_t len)
+uint64_t tl_hash_bytes(const char *s, size_t len)
 {
     /* FNV-1a on 8-byte words, then a final mix: fast for the short names traces are full of. */
     uint64_t h = 0xcbf29ce484222325ull ^ len;
@@ -172,7 +172,7 @@ static int strtab_grow_slots(tl_strtab *t)
     if (!s)
         return -1;
     for (uint32_t id = 0; id < t->count; id++) {
-        uint32_t i = (uint32_t)hash_bytes(t->str[id], t->len[id]) & (n - 1);
+        uint32_t i = (uint32_t)tl_hash_bytes(t->str[id], t->len[id]) & (n - 1);
         while (s[i])
             i = (i + 1) & (n - 1);
         s[i] = id + 1;
@@ -188,7 +188,7 @@ uint32_t tl_intern(tl_strtab *t, const char *s, size_t len)
     if ((t->count + 1) * 2 > t->nslots && strtab_grow_slots(t) != 0)
         return 0;
     uint32_t mask = t->nslots - 1;
-    uint32_t i = (uint32_t)hash_bytes(s, len) & mask;
+    uint32_t i = (uint32_t)tl_hash_bytes(s, len) & mask;
     for (;;) {
         uint32_t v = t->slots[i];
         if (!v)

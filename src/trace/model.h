@@ -314,6 +314,9 @@ void *tl_big_calloc(size_t n, size_t size); /* zeroed */
 void *tl_big_realloc(void *p, size_t n);
 
 void tl_trace_init(tl_trace *t);
+/* The string table's hash of len bytes at s (FNV-1a on 8-byte words, mixed), for other tables
+ * keyed by names. */
+uint64_t tl_hash_bytes(const char *s, size_t len);
 /* What the trace calls its accelerators: t->accel, else "GPU". */
 const char *tl_accel_name(const tl_trace *t);
 void tl_trace_free(tl_trace *t);
