@@ -354,7 +354,7 @@ static size_t window_from(const tl_ivset *w, int64_t x)
     return lo;
 }
 
-static int window_has(const tl_ivset *w, int64_t x)
+int tl_ivset_has(const tl_ivset *w, int64_t x)
 {
     size_t k = window_from(w, x);
     return k < w->n && w->v[k].s <= x;
@@ -367,7 +367,7 @@ int tl_gpu_scope_counts(const tl_trace *t, const tl_gpu_scope *s, const tl_event
     if (s->all)
         return 1;
     int64_t at = e->link != TL_NONE ? t->ev[e->link].ts : e->ts;
-    return window_has(&s->window, at);
+    return tl_ivset_has(&s->window, at);
 }
 
 int64_t tl_gpu_scope_len(const tl_gpu_scope *s, int64_t a, int64_t b)
@@ -393,7 +393,7 @@ int tl_gpu_scope_touches(const tl_gpu_scope *s, const tl_event *e)
     if (s->all)
         return 1;
     return e->dur > 0 ? tl_gpu_scope_len(s, e->ts, e->ts + e->dur) > 0
-                      : window_has(&s->window, e->ts);
+                      : tl_ivset_has(&s->window, e->ts);
 }
 
 void tl_gpu_scope_clip(const tl_gpu_scope *s, tl_ivset *set)

@@ -36,6 +36,8 @@ void tl_ivset_subtract(const tl_ivset *a, const tl_ivset *b, tl_ivset *out);  /*
 void tl_ivset_clip(tl_ivset *set, int64_t s, int64_t e); /* keep only the part inside [s,e) */
 void tl_ivset_clear(tl_ivset *set);
 void tl_ivset_free(tl_ivset *set);
+/* Whether x lies in the normalized set (binary search). */
+int tl_ivset_has(const tl_ivset *set, int64_t x);
 
 /* The mean of n values that sum to total, rounded to nearest (n > 0); a saturated total gives
  * INT64_MAX / n rather than a wrapped sum. */

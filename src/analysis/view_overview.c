@@ -78,19 +78,6 @@ static int is_comm_kernel(const char *name)
 }
 
 /* Does the normalized set contain point x? */
-static int ivset_has(const tl_ivset *s, int64_t x)
-{
-    size_t lo = 0, hi = s->n;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (s->v[mid].e <= x)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < s->n && s->v[lo].s <= x;
-}
-
 static double ratio(int64_t part, int64_t whole)
 {
     return whole > 0 ? 100.0 * (double)part / (double)whole : 0.0;
@@ -192,7 +179,7 @@ tl_table *tl_view_overview(const tl_trace *t, const tl_view_opts *o, tl_error *e
             continue;
         if (clip && (end <= win.v[0].s || s >= win.v[win.n - 1].e))
             continue;
-        if (clip && !ivset_has(&win, s)) {
+        if (clip && !tl_ivset_has(&win, s)) {
             /* Starts in a hole between steps: counted when it reaches into a step. */
             tl_ivset one = {0}, tmp = {0};
             tl_ivset_add(&one, s, end);
