@@ -13,6 +13,7 @@
 #include "../../examples/llama/llama.c"
 #include "../../examples/llama/options.c"
 #include "../../examples/llama/pool.c"
+#include "llama_tiny.h"
 
 #include "analysis/memory.h"
 #include "record_test_util.h"
@@ -32,18 +33,7 @@ static void on_ready(const tally_window *w, void *user)
 
 static llama_config tiny(int rmsnorm)
 {
-    llama_config c;
-    llama_config_default(&c);
-    c.layers = 2;
-    c.dim = 32;
-    c.heads = 4;
-    c.kv_heads = 2;
-    c.ffn = 48;
-    c.seq = 16;
-    c.batch = 2;
-    c.vocab = 64;
-    c.threads = 2;
-    c.text_bytes = 16;
+    llama_config c = llama_tiny(2);
     c.rmsnorm = rmsnorm;
     return c;
 }

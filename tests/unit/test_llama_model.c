@@ -13,30 +13,13 @@
 #include "../../examples/llama/llama.c"
 #include "../../examples/llama/options.c"
 #include "../../examples/llama/pool.c"
+#include "llama_tiny.h"
 
 #include "testlib.h"
 
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
-
-static llama_config tiny(int threads)
-{
-    llama_config c;
-    llama_config_default(&c);
-    c.layers = 2;
-    c.dim = 32;
-    c.heads = 4;
-    c.kv_heads = 2;
-    c.ffn = 48;
-    c.seq = 16;
-    c.batch = 2;
-    c.vocab = 64;
-    c.threads = threads;
-    c.text_bytes = 16;
-    c.seed = 7;
-    return c;
-}
 
 static void fill_tokens(int32_t *t, int n, int vocab, uint64_t seed)
 {
@@ -46,7 +29,7 @@ static void fill_tokens(int32_t *t, int n, int vocab, uint64_t seed)
 
 TEST(forward_is_deterministic_finite_and_thread_independent)
 {
-    llama_config c1 = tiny(1), c3 = tiny(3);
+    llama_config c1 = llama_tiny(1), c3 = llama_tiny(3);
     char err[128];
     llama_model *a = llama_create(&c1, err, sizeof err), *b = llama_create(&c3, err, sizeof err);
     CHECK(a && b);
@@ -114,7 +97,7 @@ TEST(fused_and_unfused_rmsnorm_agree)
     CHECK(worst_fu <= 1e-5);
     CHECK(worst_ref <= 1e-5);
     /* and inside the model: the same logits either way */
-    llama_config c = tiny(2);
+    llama_config c = llama_tiny(2);
     char err[128];
     llama_model *m = llama_create(&c, err, sizeof err);
     CHECK(m != NULL);
@@ -137,7 +120,7 @@ TEST(fused_and_unfused_rmsnorm_agree)
 
 TEST(kv_cache_decode_matches_recomputation)
 {
-    llama_config c = tiny(2);
+    llama_config c = llama_tiny(2);
     char err[128];
     llama_model *m = llama_create(&c, err, sizeof err);
     CHECK(m != NULL);
@@ -178,7 +161,7 @@ TEST(kv_cache_decode_matches_recomputation)
 
 TEST(optimizer_lowers_the_loss_of_a_repeated_batch)
 {
-    llama_config c = tiny(2);
+    llama_config c = llama_tiny(2);
     char err[128];
     llama_model *m = llama_create(&c, err, sizeof err);
     CHECK(m != NULL);
@@ -224,7 +207,7 @@ static void check_grad(llama_model *m, float *w, size_t n, const char *what)
 
 TEST(exact_gradients_match_finite_differences)
 {
-    llama_config c = tiny(2);
+    llama_config c = llama_tiny(2);
     char err[128];
     llama_model *m = llama_create(&c, err, sizeof err);
     CHECK(m != NULL);
