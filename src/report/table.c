@@ -22,6 +22,8 @@
  */
 #include "report/table.h"
 
+#include "trace/checked.h"
+
 #include <ctype.h>
 #include <limits.h>
 #include <math.h>
@@ -163,7 +165,7 @@ tl_table *tl_table_new(const char *title, const char *key, const tl_col *cols, i
 
 static void table_free_one(tl_table *t);
 
-_Static_assert(sizeof(tl_cell) == 24, "a cell is 24 bytes (see table.h)");
+_Static_assert(sizeof(tl_cell) == 16, "a cell is 16 bytes (see table.h)");
 
 static void free_row(tl_table *t, int row)
 {
@@ -312,15 +314,30 @@ void tl_table_indent(tl_table *t, int row, int col, int indent)
         c->indent = indent < 0 ? 0 : indent;
 }
 
-void tl_table_int(tl_table *t, int row, int col, int64_t v)
+static int is_int_type(tl_coltype ty)
+{
+    return ty == TL_COL_INT || ty == TL_COL_TIME || ty == TL_COL_BYTES;
+}
+
+/* Set a number cell from v (is_int) or d: an integer column keeps an int64 (a double
+ * saturates), the others a double; a STR column's bytes hold its string, so it is only marked
+ * set. */
+static void num_cell(tl_table *t, int row, int col, int is_int, int64_t v, double d)
 {
     tl_cell *c = cell_at(t, row, col);
-    if (c) {
-        c->i = v;
-        if (t->cols[col].type != TL_COL_STR)
-            c->d = (double)v;
-        c->set = 1;
-    }
+    if (!c)
+        return;
+    tl_coltype ty = t->cols[col].type;
+    if (is_int_type(ty))
+        c->i = is_int ? v : tl_d_to_i64(d);
+    else if (ty != TL_COL_STR)
+        c->d = is_int ? (double)v : d;
+    c->set = 1;
+}
+
+void tl_table_int(tl_table *t, int row, int col, int64_t v)
+{
+    num_cell(t, row, col, 1, v, 0);
 }
 
 void tl_table_time(tl_table *t, int row, int col, int64_t ns)
@@ -335,12 +352,7 @@ void tl_table_bytes(tl_table *t, int row, int col, int64_t bytes)
 
 void tl_table_pct(tl_table *t, int row, int col, double pct)
 {
-    tl_cell *c = cell_at(t, row, col);
-    if (c) {
-        if (t->cols[col].type != TL_COL_STR)
-            c->d = pct;
-        c->set = 1;
-    }
+    num_cell(t, row, col, 0, 0, pct);
 }
 
 void tl_table_float(tl_table *t, int row, int col, double v)
@@ -365,11 +377,6 @@ void tl_table_note(tl_table *t, const char *fmt, ...)
 }
 
 /* ---- sorting ----------------------------------------------------------------------------- */
-
-static int is_int_type(tl_coltype ty)
-{
-    return ty == TL_COL_INT || ty == TL_COL_TIME || ty == TL_COL_BYTES;
-}
 
 /* Order of two set cells of column type ty, ascending. */
 static int cmp_cells(const tl_cell *a, const tl_cell *b, tl_coltype ty)

@@ -28,13 +28,14 @@ typedef struct tl_col {
     int left; /* left-align in text (names); numbers are right-aligned */
 } tl_col;
 
-/* 24 bytes: a view with a row per distinct name (a million of them) holds millions of cells.
- * d and s share their bytes: which one a cell holds is its column's type. */
+/* 16 bytes: a view with a row per distinct name (a million of them) holds millions of cells.
+ * i, d and s share their bytes: which one a cell holds is its column's type (i: INT, TIME,
+ * BYTES; d: PCT, FLOAT, RATE; s: STR). */
 typedef struct tl_cell {
-    int64_t i; /* INT, TIME, BYTES */
     union {
-        double d; /* PCT, FLOAT, RATE (and INT, TIME, BYTES as a double) */
-        char *s;  /* STR: owned, or borrowed when .borrowed is set */
+        int64_t i; /* INT, TIME, BYTES */
+        double d;  /* PCT, FLOAT, RATE */
+        char *s;   /* STR: owned, or borrowed when .borrowed is set */
     };
     int32_t indent;   /* STR: leading indent level in text (2 spaces each) */
     uint8_t set;      /* 0 = empty cell ("-" in text, empty in csv, null in json) */
