@@ -32,7 +32,16 @@ static const tl_col cols[R_NCOLS] = {
 typedef struct agg {
     uint32_t name;
     int64_t calls, total, self, max, min;
+    int64_t first; /* the earliest start: rows of equal totals keep this order */
 } agg;
+
+static int agg_by_first(const void *a, const void *b)
+{
+    const agg *x = a, *y = b;
+    if (x->first != y->first)
+        return x->first < y->first ? -1 : 1;
+    return (x->name > y->name) - (x->name < y->name);
+}
 
 tl_table *tl_view_ranges(const tl_trace *t, const tl_view_opts *o, tl_error *err)
 {
@@ -95,12 +104,18 @@ tl_table *tl_view_ranges(const tl_trace *t, const tl_view_opts *o, tl_error *err
                 a->max = e->dur;
             if (a->calls == 1 || e->dur < a->min)
                 a->min = e->dur;
+            if (a->calls == 1 || e->ts < a->first)
+                a->first = e->ts;
             nranges++;
         }
         int from = tab->nrows;
         const tl_track *tr = t->ev[i].track < t->ntracks ? &t->tracks[t->ev[i].track] : NULL;
         if (nag > (size_t)(INT_MAX - from) || tl_table_reserve(tab, from + (int)nag) != 0)
             goto oom;
+        /* Rows in order of their first start (then the sort by total is stable): an order
+         * of the trace's times, not of the order its threads come in the file. */
+        if (nag > 1)
+            qsort(ag, nag, sizeof *ag, agg_by_first);
         /* The table takes the names from the end of ag (reversed first, to keep their order),
          * which gives back its memory as the table grows: a row per distinct name is held
          * once (as an agg, then as cells), not twice. */

@@ -228,15 +228,28 @@ static const char *source_word(tl_source s, int slug)
     return "unknown";
 }
 
+/* Threads and streams that hold an event or a memory row: a track a reader made for a thread
+ * that did nothing (the collector thread a .tally file names; JSON has no such track) is not
+ * counted, so that a trace and its export say the same. */
 static void track_counts(const tl_trace *t, uint32_t *threads, uint32_t *streams)
 {
     *threads = *streams = 0;
+    uint8_t *used = calloc(t->ntracks ? t->ntracks : 1, 1); /* NULL (no memory): count all */
+    for (size_t i = 0; used && i < t->nev; i++)
+        if (t->ev[i].track < t->ntracks)
+            used[t->ev[i].track] = 1;
+    for (size_t i = 0; used && i < t->nmem; i++)
+        if (t->mem[i].track < t->ntracks)
+            used[t->mem[i].track] = 1;
     for (uint32_t i = 0; i < t->ntracks; i++) {
+        if (used && !used[i])
+            continue;
         if (t->tracks[i].kind == TL_TRACK_STREAM)
             (*streams)++;
         else
             (*threads)++;
     }
+    free(used);
 }
 
 char *tl_trace_meta_json(const tl_trace *t)

@@ -267,25 +267,6 @@ static int looks_like_shapes(const char *s, size_t len)
     return depth == 0;
 }
 
-static const char *memcpy_name(const tl_event *e)
-{
-    int pageable = (e->flags & TL_EV_PAGEABLE) != 0;
-    switch (e->copy) {
-    case TL_COPY_HTOD:
-        return pageable ? "Memcpy HtoD (Pageable -> Device)" : "Memcpy HtoD (Pinned -> Device)";
-    case TL_COPY_DTOH:
-        return pageable ? "Memcpy DtoH (Device -> Pageable)" : "Memcpy DtoH (Device -> Pinned)";
-    case TL_COPY_DTOD:
-        return "Memcpy DtoD (Device -> Device)";
-    case TL_COPY_HTOH:
-        return "Memcpy HtoH (Host -> Host)";
-    case TL_COPY_PTOP:
-        return "Memcpy PtoP (Device -> Device)";
-    default:
-        return "Memcpy";
-    }
-}
-
 static void write_pid_tid(jw *w, const tl_track *tr)
 {
     LIT(w, ",\"pid\":");
@@ -323,10 +304,8 @@ void tl_json_event(jw *w, const tl_track *tr, const tl_event *e, const char *nam
     const char *kc = kineto_cat(e);
     jw_lit(w, kc, strlen(kc));
     LIT(w, "\",\"name\":");
-    if (cat == TL_CAT_MEMCPY && !name_len)
-        jw_cstr(w, memcpy_name(e));
-    else if (cat == TL_CAT_MEMSET && !name_len)
-        jw_cstr(w, "Memset (Device)");
+    if ((cat == TL_CAT_MEMCPY || cat == TL_CAT_MEMSET) && !name_len)
+        jw_cstr(w, tl_copy_default_name(e));
     else if (cat == TL_CAT_MEMORY && !name_len)
         jw_cstr(w, "[memory]");
     else
@@ -388,6 +367,10 @@ void tl_json_event(jw *w, const tl_track *tr, const tl_event *e, const char *nam
     if (e->flags & TL_EV_UNCLOSED) {
         SEP();
         LIT(w, "\"tally_unclosed\":1");
+    }
+    if (e->flags & TL_EV_ASYNC) { /* tally_begin/tally_end: not nested in its thread's ranges */
+        SEP();
+        LIT(w, "\"tally_async\":1");
     }
     if (args_len) {
         SEP();

@@ -878,6 +878,7 @@ typedef struct raw_event {
     int have_device, have_stream, have_dev_type;
     int have_input_dims, have_arg_name, have_place, have_tcat;
     int unclosed; /* args "tally_unclosed" of tally's own export: a range never closed */
+    int async;    /* args "tally_async": a tally_begin/tally_end range (not nested) */
     int nc;       /* counter values in ckey/cval */
     unsigned mem; /* MEM_* bits: which memory arguments were given */
     /* tally's export: a step's "tally samples", a memory row's "tally mem category", "tally
@@ -923,6 +924,9 @@ static void parse_args(jr *r, raw_event *ev)
                 } else if (EQ(k, "Device Type")) {
                     ev->dev_type = to_int(lex_number(r, "a number"));
                     ev->have_dev_type = 1;
+                    handled = 1;
+                } else if (EQ(k, "tally_async")) {
+                    ev->async = to_int(lex_number(r, "a number")) != 0;
                     handled = 1;
                 }
                 break;
@@ -1669,6 +1673,8 @@ static void commit_event(jr *r, raw_event *ev)
         e->flags |= TL_EV_UNCLOSED;
         t->open_ranges += cat != TL_CAT_STEP; /* the step closed by tally_stop is no range */
     }
+    if (ev->async && ph == 'X' && !tl_cat_is_device(cat))
+        e->flags |= TL_EV_ASYNC;
     if (ph == 'B')
         push_stack(r, track, (int32_t)(t->nev - 1));
 }

@@ -615,29 +615,50 @@ void tl_trace_span(const tl_trace *t, int64_t *t0, int64_t *t1)
     *t1 = b;
 }
 
+const char *tl_copy_default_name(const tl_event *e)
+{
+    if (e->cat == TL_CAT_MEMSET)
+        return "Memset (Device)";
+    int pageable = (e->flags & TL_EV_PAGEABLE) != 0;
+    switch (e->copy) {
+    case TL_COPY_HTOD:
+        return pageable ? "Memcpy HtoD (Pageable -> Device)" : "Memcpy HtoD (Pinned -> Device)";
+    case TL_COPY_DTOH:
+        return pageable ? "Memcpy DtoH (Device -> Pageable)" : "Memcpy DtoH (Device -> Pinned)";
+    case TL_COPY_DTOD:
+        return "Memcpy DtoD (Device -> Device)";
+    case TL_COPY_HTOH:
+        return "Memcpy HtoH (Host -> Host)";
+    case TL_COPY_PTOP:
+        return "Memcpy PtoP (Device -> Device)";
+    default:
+        return "Memcpy";
+    }
+}
+
 /* ---- finish: order, nesting, links ------------------------------------------------------- */
 
-/* Event order (tl_sorts_before): track, start ascending, longer first, then the order added. */
+/* Event order (tl_sorts_before): track, start ascending, longer first, a step first, then the
+ * order added. */
 static int ev_before(const tl_event *a, size_t ia, const tl_event *b, size_t ib)
 {
-    return tl_sorts_before(a->track, a->ts, a->dur, ia, b->track, b->ts, b->dur, ib);
+    return tl_sorts_before(a->track, a->ts, a->dur, a->cat == TL_CAT_STEP, ia, b->track, b->ts,
+                           b->dur, b->cat == TL_CAT_STEP, ib);
 }
 
 /* The order of ev_before within one track, on a copy of the fields it reads (for tracks far
  * out of order, whose sort would otherwise jump around the events). */
 typedef struct sort_key {
     int64_t ts, dur;
-    uint32_t idx; /* the event's index in the order added */
+    uint32_t idx;  /* the event's index in the order added */
+    uint32_t step; /* non-zero for a step (in what was padding) */
 } sort_key;
 
 static inline int key_before(const sort_key *a, const sort_key *b, const tl_event *ev)
 {
     (void)ev;
-    if (a->ts != b->ts)
-        return a->ts < b->ts;
-    if (a->dur != b->dur)
-        return a->dur > b->dur;
-    return a->idx < b->idx;
+    return tl_sorts_before(0, a->ts, a->dur, (int)a->step, a->idx, 0, b->ts, b->dur, (int)b->step,
+                           b->idx);
 }
 
 static inline int idx_before(const uint32_t *a, const uint32_t *b, const tl_event *ev)
@@ -686,7 +707,7 @@ static int sort_track(const tl_event *ev, uint32_t *seg, size_t c, size_t runs, 
     if (!k)
         return -1;
     for (size_t j = 0; j < c; j++)
-        k[j] = (sort_key){ev[seg[j]].ts, ev[seg[j]].dur, seg[j]};
+        k[j] = (sort_key){ev[seg[j]].ts, ev[seg[j]].dur, seg[j], ev[seg[j]].cat == TL_CAT_STEP};
     sort_key *res = sort_keys(k, k + c, c, ev);
     if (res)
         for (size_t j = 0; j < c; j++)
@@ -867,9 +888,12 @@ static int compute_links(tl_trace *t)
         size_t h = SLOT_OF(e->corr);
         while (slots[h].idx != TL_NONE && slots[h].corr != e->corr)
             h = (h + 1) & (nslots - 1); /* hash table only: dense ids never collide */
-        /* A driver call made inside a runtime call can share its id: keep the runtime call. */
-        if (slots[h].idx == TL_NONE ||
-            (t->ev[slots[h].idx].cat == TL_CAT_DRIVER && e->cat == TL_CAT_RUNTIME)) {
+        /* A driver call made inside a runtime call can share its id: keep the runtime call.
+         * Two calls of one kind with one id (merged processes, a hand-made file): the one that
+         * started last, then the first in event order, whatever order the tracks came in. */
+        const tl_event *had = slots[h].idx == TL_NONE ? NULL : &t->ev[slots[h].idx];
+        if (!had || (had->cat == TL_CAT_DRIVER && e->cat == TL_CAT_RUNTIME) ||
+            (had->cat == e->cat && e->ts > had->ts)) {
             slots[h].corr = e->corr;
             slots[h].idx = (int32_t)i;
         }
@@ -903,6 +927,15 @@ int tl_trace_finish(tl_trace *t)
         return -1;
     if (sort_events(t) != 0 || compute_nesting(t) != 0 || compute_links(t) != 0)
         return -1;
+    /* a copy or memset without a name (a hand-made or damaged .tally) is named as PyTorch and
+     * the export name it, so that the views and an export of the trace agree */
+    for (size_t i = 0; i < t->nev; i++) {
+        tl_event *e = &t->ev[i];
+        if (e->name || (e->cat != TL_CAT_MEMCPY && e->cat != TL_CAT_MEMSET))
+            continue;
+        const char *nm = tl_copy_default_name(e);
+        e->name = tl_intern(&t->strings, nm, strlen(nm));
+    }
     if (sort_mem(t) != 0)
         return -1;
     t->finished = 1;

@@ -61,6 +61,11 @@ typedef enum tl_memcpy_kind {
 
 const char *tl_memcpy_kind_name(tl_memcpy_kind k); /* "HtoD", ... */
 
+struct tl_event;
+/* The name PyTorch gives a copy or memset (by kind and host memory): "Memcpy HtoD (Pageable ->
+ * Device)", "Memset (Device)"; what an unnamed one is called in the views and the export. */
+const char *tl_copy_default_name(const struct tl_event *e);
+
 /* What a block of memory holds (the tally_mem_category values of tally.h, in the same order). */
 typedef enum tl_mem_cat {
     TL_MEM_OTHER = 0, /* unknown */
@@ -350,10 +355,12 @@ int tl_trace_step_samples(tl_trace *t, int64_t (*samples)[2], size_t n);
 /* Find or add a device by id; returns it. */
 tl_device *tl_trace_device(tl_trace *t, int32_t id);
 
-/* The order tl_trace_finish puts events in: track, start ascending, longer first, then the
- * order they were added (ia, ib). The streaming export decides flows by the same rule. */
-static inline int tl_sorts_before(uint32_t ta, int64_t tsa, int64_t da, uint64_t ia, uint32_t tb,
-                                  int64_t tsb, int64_t db, uint64_t ib)
+/* The order tl_trace_finish puts events in: track, start ascending, longer first, a step
+ * before any other event of the same start and length (oa, ob: non-zero for a step, so that a
+ * step is the outermost of equal spans whatever order a file lists them in), then the order
+ * they were added (ia, ib). The streaming export decides flows by the same rule. */
+static inline int tl_sorts_before(uint32_t ta, int64_t tsa, int64_t da, int oa, uint64_t ia,
+                                  uint32_t tb, int64_t tsb, int64_t db, int ob, uint64_t ib)
 {
     if (ta != tb)
         return ta < tb;
@@ -361,6 +368,8 @@ static inline int tl_sorts_before(uint32_t ta, int64_t tsa, int64_t da, uint64_t
         return tsa < tsb;
     if (da != db)
         return da > db;
+    if (!oa != !ob)
+        return oa != 0;
     return ia < ib;
 }
 

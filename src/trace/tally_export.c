@@ -53,13 +53,14 @@ typedef struct pending {
 /* Where an event sorts in the model (ev_before in model.c), for the flows decided at the end. */
 typedef struct ev_key {
     uint32_t track;
+    int step; /* a step (sorts first among equal spans) */
     int64_t ts, dur, order;
 } ev_key;
 
 static int key_before(const ev_key *a, const ev_key *b)
 {
-    return tl_sorts_before(a->track, a->ts, a->dur, (uint64_t)a->order, b->track, b->ts, b->dur,
-                           (uint64_t)b->order);
+    return tl_sorts_before(a->track, a->ts, a->dur, a->step, (uint64_t)a->order, b->track, b->ts,
+                           b->dur, b->step, (uint64_t)b->order);
 }
 
 /* A correlation id with more than one call or device event: the first of each so far. */
@@ -169,10 +170,12 @@ static int defer_flow_end(stream *s, const tl_event *e, int64_t order, int devic
         s->ndeferred++;
     }
     deferred_flow *f = &s->deferred[*i];
-    ev_key k = {e->track, e->ts, e->dur, order};
+    ev_key k = {e->track, e->cat == TL_CAT_STEP, e->ts, e->dur, order};
     ev_key *best = device ? &f->dev : &f->call;
     int *have = device ? &f->have_dev : &f->have_call;
-    if (!*have || key_before(&k, best))
+    /* the model's links (compute_links): the first device event; the call started last */
+    if (!*have || (!device && k.ts > best->ts) ||
+        ((device || k.ts == best->ts) && key_before(&k, best)))
         *best = k;
     *have = 1;
     return 0;

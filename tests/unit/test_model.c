@@ -2,6 +2,7 @@
 #include "analysis/analysis.h"
 #include "testlib.h"
 #include "trace/model.h"
+#include "views_fixture.h"
 
 #include <stdlib.h>
 
@@ -129,6 +130,71 @@ TEST(finish_links_runtime_calls_to_device_work)
     tl_trace_free(&t);
 }
 
+/* Equal spans: a step is the outer one, in whichever order the file lists them (the streaming
+ * export writes an inner range first, at its end; Kineto writes in begin order). */
+TEST(a_step_is_the_outermost_of_equal_spans)
+{
+    for (int order = 0; order < 2; order++) {
+        tl_trace t;
+        tl_trace_init(&t);
+        uint32_t th = tl_trace_track(&t, TL_TRACK_THREAD, 1, 1, -1);
+        if (order)
+            span(&t, th, TL_CAT_STEP, "ProfilerStep#0", 0, 1000);
+        span(&t, th, TL_CAT_FORWARD, "fwd", 0, 1000);
+        if (!order)
+            span(&t, th, TL_CAT_STEP, "ProfilerStep#0", 0, 1000);
+        span(&t, th, TL_CAT_OPERATOR, "op", 100, 10);
+        CHECK_EQ_INT(tl_trace_finish(&t), 0);
+        /* each one's parent is the one before it */
+        static const char *const chain[] = {"ProfilerStep#0", "fwd", "op"};
+        for (int k = 0; k < 3; k++)
+            CHECK_EQ_INT(t.ev[find(&t, chain[k])].parent, k ? find(&t, chain[k - 1]) : TL_NONE);
+        tl_trace_free(&t);
+    }
+}
+
+/* Two runtime calls with one correlation id (merged processes, a hand-made file): the one that
+ * started last owns the device work, whatever order the threads' tracks came in. */
+TEST(a_shared_correlation_id_links_the_call_started_last)
+{
+    for (int order = 0; order < 2; order++) {
+        tl_trace t;
+        tl_trace_init(&t);
+        uint32_t t100, t200;
+        fx_two_threads(&t, order, &t100, &t200);
+        uint32_t s7 = tl_trace_track(&t, TL_TRACK_STREAM, 1, 7, 0);
+        span(&t, t100, TL_CAT_RUNTIME, "early", 260, 10)->corr = 4;
+        span(&t, t200, TL_CAT_RUNTIME, "late", 280, 10)->corr = 4;
+        span(&t, s7, TL_CAT_KERNEL, "k4", 900, 100)->corr = 4;
+        CHECK_EQ_INT(tl_trace_finish(&t), 0);
+        int k = find(&t, "k4"), late = find(&t, "late"), early = find(&t, "early");
+        CHECK_EQ_INT(t.ev[k].link, late);
+        CHECK_EQ_INT(t.ev[late].link, k);
+        CHECK_EQ_INT(t.ev[early].link, TL_NONE);
+        tl_trace_free(&t);
+    }
+}
+
+/* A copy or memset without a name gets PyTorch's, as the export writes it. */
+TEST(unnamed_copies_and_memsets_get_pytorchs_names)
+{
+    tl_trace t;
+    tl_trace_init(&t);
+    uint32_t s7 = tl_trace_track(&t, TL_TRACK_STREAM, 1, 7, 0);
+    tl_event *c = span(&t, s7, TL_CAT_MEMCPY, "", 0, 10);
+    c->copy = TL_COPY_HTOD;
+    c->flags = TL_EV_PAGEABLE;
+    span(&t, s7, TL_CAT_MEMCPY, "", 20, 10)->copy = TL_COPY_DTOH;
+    span(&t, s7, TL_CAT_MEMSET, "", 40, 10);
+    span(&t, s7, TL_CAT_MEMCPY, "my copy", 60, 10)->copy = TL_COPY_DTOD;
+    CHECK_EQ_INT(tl_trace_finish(&t), 0);
+    CHECK_STR(tl_str(&t.strings, t.ev[0].name), "Memcpy HtoD (Pageable -> Device)");
+    CHECK_STR(tl_str(&t.strings, t.ev[1].name), "Memcpy DtoH (Device -> Pinned)");
+    CHECK_STR(tl_str(&t.strings, t.ev[2].name), "Memset (Device)");
+    CHECK_STR(tl_str(&t.strings, t.ev[3].name), "my copy");
+    tl_trace_free(&t);
+}
+
 TEST(many_events_sort_like_a_reference_order)
 {
     tl_trace t;
@@ -202,6 +268,9 @@ int main(void)
     RUN(tracks_are_found_again);
     RUN(finish_sorts_and_nests);
     RUN(finish_links_runtime_calls_to_device_work);
+    RUN(a_step_is_the_outermost_of_equal_spans);
+    RUN(a_shared_correlation_id_links_the_call_started_last);
+    RUN(unnamed_copies_and_memsets_get_pytorchs_names);
     RUN(many_events_sort_like_a_reference_order);
     RUN(interval_algebra);
     RUN(profiled_window_is_union_of_steps);

@@ -118,11 +118,35 @@ TEST(ranges_none)
     tl_trace_free(&t);
 }
 
+/* Rows of equal totals come in the order of their first start, not in the order the threads'
+ * tracks were made (a .tally file and its JSON export list threads differently). */
+TEST(ranges_ties_in_order_of_first_start)
+{
+    for (int order = 0; order < 2; order++) {
+        tl_trace t;
+        tl_trace_init(&t);
+        uint32_t t100, t200;
+        fx_two_threads(&t, order, &t100, &t200);
+        fx_event(&t, t200, TL_CAT_USER, "later", 5, 6, 0);
+        fx_event(&t, t100, TL_CAT_USER, "earlier", 1, 2, 0);
+        fx_event(&t, t100, TL_CAT_USER, "longest", 8, 10, 0);
+        CHECK_EQ_INT(tl_trace_finish(&t), 0);
+        tl_table *tab = tl_view_ranges(&t, NULL, NULL);
+        static const char *const want[] = {"longest", "earlier", "later"};
+        for (int k = 0; tab && k < 3; k++)
+            CHECK_EQ_INT(fx_row(tab, 0, want[k]), k);
+        CHECK(tab != NULL);
+        tl_table_free(tab);
+        tl_trace_free(&t);
+    }
+}
+
 int main(void)
 {
     RUN(ranges_numbers);
     RUN(ranges_sort_and_top);
     RUN(ranges_thread_sep);
     RUN(ranges_none);
+    RUN(ranges_ties_in_order_of_first_start);
     return test_summary();
 }

@@ -26,6 +26,16 @@ static inline int fx_event(tl_trace *t, uint32_t track, tl_cat cat, const char *
     return 0;
 }
 
+/* Thread tracks of tids 100 and 200 on pid 1, made in the order given (order 0: 100 first):
+ * what a reader does, in either order, for a test of rules that must not depend on it. */
+static inline void fx_two_threads(tl_trace *t, int order, uint32_t *t100, uint32_t *t200)
+{
+    uint32_t a = tl_trace_track(t, TL_TRACK_THREAD, 1, order ? 200 : 100, -1);
+    uint32_t b = tl_trace_track(t, TL_TRACK_THREAD, 1, order ? 100 : 200, -1);
+    *t100 = order ? b : a;
+    *t200 = order ? a : b;
+}
+
 static inline void fx_step(tl_trace *t, uint32_t track, int n, double s_ms, double e_ms)
 {
     char name[32];
