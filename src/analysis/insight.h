@@ -128,6 +128,9 @@ typedef struct tl_comm {
 
 /* 1 when a kernel name is a collective-communication kernel (nccl, rccl, xccl, hccl). */
 int tl_is_comm_kernel_name(const char *name);
+/* 1 when a host range is a collective by PyTorch's names for them (nccl:*, c10d::*, gloo:*,
+ * record_param_comms). */
+int tl_is_host_comm_name(const char *name);
 /* Over the profiled window, every device. Returns 0, or -1 when out of memory. */
 int tl_comm_compute(const tl_trace *t, tl_comm *c);
 /* The kernels of sc (--window, --linked-only), of one device (device < 0: all), clipped to its

@@ -23,7 +23,7 @@ int tl_is_comm_kernel_name(const char *name)
            tl_has_ci(name, "hccl");
 }
 
-static int is_host_comm_name(const char *n)
+int tl_is_host_comm_name(const char *n)
 {
     return !strncmp(n, "nccl:", 5) || !strncmp(n, "c10d::", 6) || !strncmp(n, "gloo:", 5) ||
            !strcmp(n, "record_param_comms");
@@ -40,7 +40,7 @@ static uint8_t name_kind(const tl_trace *t, uint8_t *named, uint32_t id)
     if (!named[id]) {
         const char *n = tl_str(&t->strings, id);
         named[id] = NAME_SEEN | (tl_is_comm_kernel_name(n) ? NAME_COMM_KERNEL : 0) |
-                    (is_host_comm_name(n) ? NAME_HOST_COMM : 0);
+                    (tl_is_host_comm_name(n) ? NAME_HOST_COMM : 0);
     }
     return named[id];
 }

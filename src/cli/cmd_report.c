@@ -1,6 +1,6 @@
 /*
  * cmd_report.c — `tally report FILE`: load a trace of any supported format and print the
- * summary views.
+ * summary views (or, with --html OUT, write them as one HTML page: report/html_report.h).
  *
  * The views themselves, their order and which of them need device events are one table in
  * src/report/summary.c (tl_view_defs): the same registry serves `tally report`, `tally demo`
@@ -12,12 +12,18 @@
  */
 #include "cli/commands.h"
 #include "cli/runner.h"
+#include "report/html_report.h"
 #include "report/summary.h"
+
+#include <sys/stat.h>
 
 /* The state of one invocation. */
 struct report_args {
     cli_job job;
     tl_report_opts ro; /* fmt and unit are taken from job */
+    /* the operands: one trace, or a job's (a folder tree of ranks, several files; cmd_job.c) */
+    const char *paths[CLI_JOB_MAX_ARGS + 1];
+    int threads; /* -j: threads that read a job's ranks (0 = the available cores) */
 };
 #define CLI_STATE struct report_args
 
@@ -41,6 +47,11 @@ static const cli_option options[] = {
               "GPU views: 'steps' (default: the profiled steps) or 'all' (the whole file)"),
     CLI_OPTION("linked-only", 0, CLI_FLAG, ro.vo.linked_only, NULL,
                "GPU views: only device work whose launching runtime call is in the file"),
+    CLI_OPTION("jobs", 'j', CLI_COUNT, threads, "N",
+               "a folder of ranks: read N ranks at a time (default: the cores)"),
+    CLI_OPTION("html", 0, CLI_STRING, html, "OUT",
+               "write the report as one self-contained HTML page to OUT: charts of the step\n"
+               "time, timeline, operators, GPU idle, memory; sortable tables (docs/html.md)"),
     CLI_RENDER_OPTIONS,
 };
 
@@ -58,11 +69,20 @@ static void views_help(FILE *f)
           f);
 }
 
-static const cli_command command = CLI_TRACE_COMMAND(
-    "report", "FILE", "a trace file",
-    "Print the summary views of a trace: tally's .tally files, PyTorch (Kineto or legacy)\n"
-    "and Paddle JSON, plain Chrome traces, .json.gz.",
-    views_help);
+static const cli_command command = {
+    .verb = "report",
+    .operands = "FILE [FILE...]",
+    .what = "a trace file or a folder of traces",
+    .operands_off = offsetof(struct report_args, paths),
+    .operands_max = CLI_JOB_MAX_ARGS,
+    .about =
+        "Print the summary views of a trace: tally's .tally files, PyTorch (Kineto or legacy)\n"
+        "and Paddle JSON, plain Chrome traces, .json.gz. A folder (searched for traces, as\n"
+        "torch's tensorboard_trace_handler or InternLM's rank folders leave them) or several\n"
+        "files are one job, one trace per rank: per-rank step times, stragglers, collective\n"
+        "skew (docs/report.md, \"A job of several ranks\").",
+    CLI_TABLE,
+    .more_help = views_help};
 
 static int render(FILE *f, const tl_trace *t, void *state, tl_error *err)
 {
@@ -70,16 +90,40 @@ static int render(FILE *f, const tl_trace *t, void *state, tl_error *err)
     a->ro.fmt = (tl_format)a->job.fmt;
     a->ro.unit = (tl_unit)a->job.unit;
     a->ro.wide = a->job.wide;
+    if (a->html)
+        return tl_report_write_html(f, t, &a->ro, err);
     return tl_report_write(f, t, &a->ro, err);
 }
 
 static int check_views(void *state, tl_error *err)
 {
-    return tl_report_check_views(((struct report_args *)state)->ro.views, err);
+    struct report_args *a = state;
+    if (a->html) { /* the page is the output: -o or --format would name a second one */
+        if (a->job.out || a->job.fmt != TL_FMT_TEXT) {
+            tl_error_setc(err, TL_ERR_USAGE, "--html writes the page to its own OUT: give no %s",
+                          a->job.out ? "-o" : "--format");
+            return -1;
+        }
+        a->job.out = a->html;
+    }
+    return tl_report_check_views(a->ro.views, err);
+}
+
+/* One trace goes on to the runner; a folder or several files are a job. */
+static int takeover(void *state)
+{
+    struct report_args *a = state;
+    struct stat st;
+    if (!a->paths[1] && !(stat(a->paths[0], &st) == 0 && S_ISDIR(st.st_mode))) {
+        a->job.files[0] = a->paths[0];
+        return CLI_CONTINUE;
+    }
+    return cli_report_job(a->paths, &a->job, a->threads);
 }
 
 int cmd_report(int argc, char **argv)
 {
-    struct report_args a = {.job = {.render = render, .check = check_views}, .ro = {.header = 1}};
+    struct report_args a = {.job = {.render = render, .check = check_views, .takeover = takeover},
+                            .ro = {.header = 1}};
     return cli_main(&command, argc, argv, &a.job);
 }

@@ -280,6 +280,7 @@ int cli_parse(const cli_command *c, int argc, char **argv, void *state)
 {
     char *base = state;
     int nops = 0, options_done = 0, want = operand_count(c);
+    int cap = c->operands_max > want ? c->operands_max : want;
     for (int i = 1; i < argc; i++) {
         char *a = argv[i];
         if (options_done || a[0] != '-' || a[1] == 0) {
@@ -288,7 +289,7 @@ int cli_parse(const cli_command *c, int argc, char **argv, void *state)
                 nops = argc - i;
                 break;
             }
-            if (nops >= want) {
+            if (nops >= cap) {
                 fail(c, "unexpected argument '%s' (expected %s)", a, c->what);
                 return 2;
             }

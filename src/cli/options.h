@@ -74,6 +74,8 @@ typedef struct cli_command {
                              Each word not in brackets is one operand the verb needs */
     const char *what;     /* the operands in words, for errors: "a trace file" */
     size_t operands_off;  /* where they go: a const char *[] in the state, one per word */
+    int operands_max;     /* more than the words ("FILE [FILE...]"): up to this many, into an
+                             array of operands_max + 1 (NULL after the last); 0 = the words */
     int program_follows;  /* tally run: the first operand ends the options, and a char ** at
                              operands_off gets it with everything after it */
     const char *about;    /* the paragraph under the usage line */

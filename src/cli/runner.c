@@ -128,6 +128,8 @@ int cli_main(const cli_command *c, int argc, char **argv, cli_job *job)
     /* usage errors first: say so before reading a big file */
     if (job->check && job->check(state, &err) != 0)
         return cli_fail(verb, &err);
+    if (job->takeover && (status = job->takeover(state)) != CLI_CONTINUE)
+        return status;
     tl_trace t[2];
     int n = 0;
     tl_table *tab = NULL;

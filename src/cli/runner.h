@@ -34,6 +34,10 @@ typedef struct cli_job {
     /* Optional: a usage check before the traces are read (a misspelt view); 0, or -1 with err
      * set. */
     int (*check)(void *state, tl_error *err);
+    /* Optional: after the check, a verb that does its own work for these operands (tally
+     * report of a folder of ranks) returns its exit status; CLI_CONTINUE goes on to load
+     * files[]. */
+    int (*takeover)(void *state);
 } cli_job;
 
 /* The rows of --unit, --wide, --format and -o, in the table of a verb whose state (CLI_STATE)
@@ -46,6 +50,12 @@ typedef struct cli_job {
         CLI_WORDS("format", job.fmt, "FMT", cli_format_words, "text (default), csv or json"),      \
         CLI_OPTION("output", 'o', CLI_STRING, job.out, "OUT",                                      \
                    "write to OUT instead of standard output")
+
+/* tally report of a job: the operands (a folder tree of ranks, or several trace files) read
+ * with `threads` threads (0: the cores), the job's tables written as job asks (format, unit,
+ * -o). cmd_job.c. Returns the exit status. */
+#define CLI_JOB_MAX_ARGS 4096
+int cli_report_job(const char *const *paths, const cli_job *job, int threads);
 
 /* The command of a verb that reads traces into the cli_job of its state (CLI_STATE): operands
  * "FILE" (or "A B"), what they are, its about text and more help. */

@@ -95,7 +95,7 @@ expect_usage "$TALLY" gaps "$trace" --threshold-us 0
 expect_usage "$TALLY" gaps "$trace" --kernel-wait-us=abc
 expect_usage "$TALLY" report "$trace" --asc=yes
 expect_usage "$TALLY" report "$trace" --sort
-expect_usage "$TALLY" report "$trace" "$trace"
+expect_usage -m "given twice" "$TALLY" report "$trace" "$trace"
 expect_usage "$TALLY" diff "$trace"
 expect_usage "$TALLY" export - </dev/null
 expect_usage "$TALLY" run --write bogus -- true
