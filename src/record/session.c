@@ -152,7 +152,8 @@ static void fill_ident(const tally_config *c)
         fclose(f);
     }
     tally__ident.pid = (int64_t)getpid();
-    static const char *const rank_vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", NULL};
+    static const char *const rank_vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID",
+                                            "PMI_RANK", NULL};
     static const char *const world_vars[] = {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS",
                                              NULL};
     tally__ident.rank = env_int(rank_vars, -1);

@@ -93,6 +93,16 @@ else
   echo "job_report: ../shared/traces absent: the shared ranks' part skipped"
 fi
 
+# a rank from PMI_RANK (the recorder reads RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID, PMI_RANK)
+mkdir -p "$work/pmi"
+PMI_RANK=5 TALLY_OUTPUT_DIR="$work/pmi" TALLY_WRITE=tally "$BUILD/tests/prog_ranks" 2>/dev/null
+"$TALLY" report "$work/pmi" --format csv -o "$work/pmi.csv" || fail "report of the PMI rank failed"
+python3 - "$work/pmi.csv" <<'PY' || fail "PMI_RANK is not the trace's rank"
+import csv, sys
+rows = [r for r in csv.DictReader(open(sys.argv[1])) if r["view"] == "ranks"]
+assert [r["rank"] for r in rows] == ["5"], rows
+PY
+
 # 3. errors: one line, non-zero
 mkdir -p "$work/empty" "$work/bad"
 if "$TALLY" report "$work/empty" 2>"$work/err"; then fail "an empty folder is no error"; fi
