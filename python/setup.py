@@ -13,8 +13,8 @@ There is deliberately no pyproject.toml: with one, pip builds in an isolated env
 downloads setuptools into it, which fails offline. Without one, pip uses the setuptools already
 installed beside it (Debian's python3 -m venv puts one in every virtual environment). Where pip
 finds no setuptools (Python 3.12's venv), install it once, or build with the interpreter's own:
-`pip install --no-build-isolation ./python`. Needs a C compiler, Python's headers (python3-dev)
-and zlib's (zlib1g-dev).
+`pip install --no-build-isolation ./python`. Needs a C compiler, Python's headers (python3-dev),
+zlib's (zlib1g-dev) and SQLite's (libsqlite3-dev).
 """
 
 import glob
@@ -74,7 +74,7 @@ def core_extension():
         define_macros=macros,
         extra_compile_args=["-std=gnu11", "-fvisibility=hidden"],
         extra_link_args=["-Wl,--version-script=" + os.path.join(HERE, "tally", "exports.map")],
-        libraries=["z", "m", "dl", "pthread"],
+        libraries=["z", "sqlite3", "m", "dl", "pthread"],
     )
 
 

@@ -8,6 +8,9 @@
  * and every top-level member is written as it was read (model.h); a .tally file is streamed
  * (tally_export.c).
  *
+ * With --format sqlite, or an OUT ending in .sqlite or .db, it writes a SQLite database to query
+ * instead (report/sqlite_export.c, docs/sqlite.md), from the loaded model of any input.
+ *
  * With --background it returns at once and converts in a detached process: that is how a
  * profiled program that asked for JSON gets it (the library's default trace-ready handler
  * starts `tally export --background`), without a trace model inside the program.
@@ -17,6 +20,7 @@
  */
 #include "cli/commands.h"
 #include "cli/runner.h"
+#include "report/sqlite_export.h"
 #include "trace/tally_export.h"
 
 #include <errno.h>
@@ -30,7 +34,10 @@ struct export_args {
     const char *in;
     const char *out;
     int background;
+    int format; /* EXPORT_*; -1: chosen by OUT's ending */
 };
+enum { EXPORT_CHROME, EXPORT_SQLITE };
+static const char *const export_formats[] = {"chrome", "sqlite", NULL};
 #define CLI_STATE struct export_args
 
 static const cli_option options[] = {
@@ -38,6 +45,9 @@ static const cli_option options[] = {
                "the file to write; gzip-compressed when it ends in .gz; '-' writes\n"
                "uncompressed JSON to standard output (default: FILE.pt.trace.json.gz\n"
                "beside FILE, its .tally/.json/.gz/.trace/.pt endings replaced)"),
+    CLI_WORDS("format", format, "F", export_formats,
+              "chrome (Chrome trace JSON) or sqlite (a SQLite database to query,\n"
+              "docs/sqlite.md); default: sqlite when OUT ends in .sqlite or .db"),
     CLI_OPTION("background", 0, CLI_FLAG, background, NULL,
                "return at once and convert in a detached process (what a profiled\n"
                "program asking for JSON starts)"),
@@ -49,14 +59,16 @@ static const cli_command command = {
     .what = "an input file",
     .operands_off = offsetof(CLI_STATE, in),
     .about = "Write a trace (.tally, PyTorch or Paddle JSON, Chrome trace, .json.gz) as Chrome\n"
-             "trace JSON following PyTorch's conventions.",
+             "trace JSON following PyTorch's conventions, or as a SQLite database to query\n"
+             "(tally export FILE -o OUT.sqlite: ranges, kernels, copies, memory, steps and the\n"
+             "views kernel_summary, ops_summary, step_times).",
     CLI_TABLE,
 };
 
 /* The default OUT for in: its name without the endings of a trace, plus ".pt.trace.json.gz"
  * (PyTorch's and TensorBoard's convention), or ".export.pt.trace.json.gz" when that would be in
- * itself. Returns 0, or -1 when the name does not fit. */
-static int default_output(const char *in, char *out, size_t cap)
+ * itself; ".sqlite" for a database. Returns 0, or -1 when the name does not fit. */
+static int default_output(const char *in, int format, char *out, size_t cap)
 {
     static const char *const endings[] = {".gz", ".json", ".tally", ".trace", ".pt"};
     size_t n = strlen(in);
@@ -66,6 +78,10 @@ static int default_output(const char *in, char *out, size_t cap)
         size_t name_at = slash ? (size_t)(slash - in) + 1 : 0;
         if (n > name_at + k && memcmp(in + n - k, endings[i], k) == 0)
             n -= k;
+    }
+    if (format == EXPORT_SQLITE) {
+        int w = snprintf(out, cap, "%.*s.sqlite", (int)n, in);
+        return w >= 0 && (size_t)w < cap && strcmp(out, in) != 0 ? 0 : -1;
     }
     int w = snprintf(out, cap, "%.*s.pt.trace.json.gz", (int)n, in);
     if (w >= 0 && (size_t)w < cap && strcmp(out, in) == 0)
@@ -80,19 +96,57 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* True when name ends in suffix. */
+static int ends_with(const char *name, const char *suffix)
+{
+    size_t n = strlen(name), k = strlen(suffix);
+    return n >= k && !strcmp(name + n - k, suffix);
+}
+
+/* Load in and write it to out as a SQLite database under its own rank. */
+static int export_sqlite(const char *in, const char *out, size_t *nev)
+{
+    if (!strcmp(out, "-")) {
+        fprintf(stderr, "tally export: a SQLite database cannot go to standard output; give -o "
+                        "OUT.sqlite\n");
+        return 2;
+    }
+    tl_error err = {{0}};
+    tl_trace t;
+    tl_trace_init(&t);
+    t.keep_raw = 1; /* each event's original args object goes into its args column */
+    int status = cli_load(command.verb, &t, in, 1);
+    if (status == 0) {
+        tl_sqlite *db = tl_sqlite_open(out, &err);
+        tl_sqlite_progress(db, 1);
+        /* a failed add is reported again by close, which then deletes the file */
+        if (db)
+            tl_sqlite_add_trace(db, &t, tl_sqlite_trace_rank(&t), &err);
+        if (!db || tl_sqlite_close(db, &err) != 0)
+            status = cli_fail(command.verb, &err);
+    }
+    *nev = t.nev;
+    tl_trace_free(&t);
+    return status;
+}
+
 int cmd_export(int argc, char **argv)
 {
-    struct export_args a = {0};
+    struct export_args a = {.format = -1};
     int rc = cli_parse(&command, argc, argv, &a);
     if (rc != CLI_CONTINUE)
         return rc;
+    if (a.format < 0)
+        a.format = a.out && (ends_with(a.out, ".sqlite") || ends_with(a.out, ".db"))
+                       ? EXPORT_SQLITE
+                       : EXPORT_CHROME;
     char out[4096];
     if (!a.out) {
         if (!strcmp(a.in, "-")) {
             fprintf(stderr, "tally export: -o OUT is required when reading standard input\n");
             return 2;
         }
-        if (default_output(a.in, out, sizeof out) != 0) {
+        if (default_output(a.in, a.format, out, sizeof out) != 0) {
             fprintf(stderr, "tally export: %s: the name is too long; give -o OUT\n", a.in);
             return 2;
         }
@@ -116,7 +170,9 @@ int cmd_export(int argc, char **argv)
     t.keep_raw = 1; /* a JSON input is written as it was read: every event, field and member */
     int status;
     size_t nev = 0;
-    if (tl_is_tally_file(a.in)) { /* streamed in bounded memory, no trace model */
+    if (a.format == EXPORT_SQLITE) {
+        status = export_sqlite(a.in, a.out, &nev);
+    } else if (tl_is_tally_file(a.in)) { /* streamed in bounded memory, no trace model */
         tl_error err = {{0}};
         status = tl_tally_export(a.in, a.out, &nev, &err) != 0 ? cli_fail(command.verb, &err) : 0;
     } else {

@@ -1,0 +1,860 @@
+/*
+ * sqlite_export.c — a trace as a SQLite database (docs/sqlite.md).
+ *
+ * The model's events go to one table per kind, by category: kernels, copies and memsets to
+ * their tables, counter samples to counters, the memory table (t->mem) to memory, and every
+ * other event — ranges, operators, runtime and driver calls, python frames, marks, GPU
+ * annotations — to ranges. Times stay integer ns on the trace's clock (meta holds the offset to
+ * Unix time); names are ids into one strings table shared by the traces of the database.
+ *
+ * What SQL cannot derive cheaply is computed here, once, with the analysis' own definitions:
+ * a device event's in_window (tl_gpu_scope_counts: what the Kernel view counts) and, for the ops
+ * table, each event's row (op: its name, "ProfilerStep*" for the steps; NULL for events
+ * PyTorch's table leaves out), self CPU, self CUDA and CUDA total as view_ops.c defines them.
+ * The views then only sum.
+ *
+ * Speed: one transaction for the whole database, prepared statements bound and reset per row,
+ * journal and syncs off (a failed export is deleted, never half-read: it is written under a
+ * temporary name), indexes and views made once at close, after the inserts.
+ */
+#include "report/sqlite_export.h"
+
+#include "analysis/attrib.h"
+#include "analysis/steps.h"
+#include "report/summary.h"
+#include "tally.h"
+#include "trace/checked.h"
+#include "trace/chrome_json.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* The tables. Every one has rank; events have ids unique in the database (ranges, kernels,
+ * memcpy, memset and counters share one numbering: parent and launch name ids of ranges). */
+static const char schema[] =
+    "CREATE TABLE meta(rank INTEGER NOT NULL, key TEXT NOT NULL, value);"
+    "CREATE TABLE strings(id INTEGER PRIMARY KEY, value TEXT NOT NULL);"
+    "CREATE TABLE processes(rank INTEGER NOT NULL, pid INTEGER NOT NULL,"
+    " PRIMARY KEY(rank, pid));"
+    "CREATE TABLE threads(rank INTEGER NOT NULL, track INTEGER NOT NULL, pid INTEGER,"
+    " tid INTEGER, name INTEGER, PRIMARY KEY(rank, track));"
+    "CREATE TABLE devices(rank INTEGER NOT NULL, device INTEGER NOT NULL, name INTEGER,"
+    " memory INTEGER, sm_count INTEGER, cc_major INTEGER, cc_minor INTEGER,"
+    " PRIMARY KEY(rank, device));"
+    "CREATE TABLE streams(rank INTEGER NOT NULL, track INTEGER NOT NULL, device INTEGER,"
+    " stream INTEGER, name INTEGER, PRIMARY KEY(rank, track));"
+    "CREATE TABLE steps(rank INTEGER NOT NULL, number INTEGER, name INTEGER, start INTEGER,"
+    " end INTEGER, duration INTEGER, samples INTEGER, range INTEGER);"
+    "CREATE TABLE ranges(id INTEGER PRIMARY KEY, rank INTEGER NOT NULL, track INTEGER,"
+    " category TEXT, name INTEGER, start INTEGER, end INTEGER, duration INTEGER,"
+    " parent INTEGER, depth INTEGER, correlation INTEGER, flags INTEGER, args TEXT,"
+    " op INTEGER, op_device INTEGER, op_annotation INTEGER, self_cpu INTEGER,"
+    " self_cuda INTEGER, cuda_total INTEGER);"
+    "CREATE TABLE kernels(id INTEGER PRIMARY KEY, rank INTEGER NOT NULL, track INTEGER,"
+    " device INTEGER, stream INTEGER, name INTEGER, start INTEGER, end INTEGER,"
+    " duration INTEGER, correlation INTEGER, launch INTEGER, in_window INTEGER, grid TEXT,"
+    " block TEXT, registers INTEGER, shared_memory INTEGER, occupancy REAL, args TEXT);"
+    "CREATE TABLE memcpy(id INTEGER PRIMARY KEY, rank INTEGER NOT NULL, track INTEGER,"
+    " device INTEGER, stream INTEGER, name INTEGER, start INTEGER, end INTEGER,"
+    " duration INTEGER, correlation INTEGER, launch INTEGER, in_window INTEGER, kind TEXT,"
+    " bytes INTEGER, pageable INTEGER, sync INTEGER, args TEXT);"
+    "CREATE TABLE memset(id INTEGER PRIMARY KEY, rank INTEGER NOT NULL, track INTEGER,"
+    " device INTEGER, stream INTEGER, name INTEGER, start INTEGER, end INTEGER,"
+    " duration INTEGER, correlation INTEGER, launch INTEGER, in_window INTEGER,"
+    " bytes INTEGER, args TEXT);"
+    "CREATE TABLE memory(rank INTEGER NOT NULL, ts INTEGER, track INTEGER, device INTEGER,"
+    " address INTEGER, bytes INTEGER, total_allocated INTEGER, total_reserved INTEGER,"
+    " category TEXT, name INTEGER, flags INTEGER, correlation INTEGER);"
+    "CREATE TABLE counters(id INTEGER PRIMARY KEY, rank INTEGER NOT NULL, track INTEGER,"
+    " name INTEGER, ts INTEGER, value REAL, args TEXT);";
+
+/* What a query needs to be fast: by name, by correlation id, by start, by parent. */
+static const char indexes[] =
+    "CREATE INDEX ranges_name ON ranges(name);"
+    "CREATE INDEX ranges_start ON ranges(rank, start);"
+    "CREATE INDEX ranges_correlation ON ranges(correlation) WHERE correlation IS NOT NULL;"
+    "CREATE INDEX ranges_parent ON ranges(parent) WHERE parent IS NOT NULL;"
+    "CREATE INDEX kernels_name ON kernels(name);"
+    "CREATE INDEX kernels_start ON kernels(rank, start);"
+    "CREATE INDEX kernels_correlation ON kernels(correlation);"
+    "CREATE INDEX memcpy_correlation ON memcpy(correlation);"
+    "CREATE INDEX memset_correlation ON memset(correlation);"
+    "CREATE INDEX memory_ts ON memory(rank, ts);"
+    "CREATE INDEX counters_name ON counters(name, ts);";
+
+/* The report's main tables. Times in ns; the reports print us. */
+static const char views[] =
+    /* tally report --views kernel: kernels counted as the Kernel view counts them (in_window);
+     * Ratio is of the rank's kernel time (a sum over streams) */
+    "CREATE VIEW kernel_summary AS SELECT k.rank AS rank, s.value AS name, count(*) AS calls,"
+    " sum(k.duration) AS total_ns, (sum(k.duration) + count(*) / 2) / count(*) AS avg_ns,"
+    " max(k.duration) AS max_ns, min(k.duration) AS min_ns,"
+    " 100.0 * sum(k.duration) / sum(sum(k.duration)) OVER (PARTITION BY k.rank) AS ratio_pct"
+    " FROM kernels k JOIN strings s ON s.id = k.name WHERE k.in_window"
+    " GROUP BY k.rank, k.name;"
+    /* tally ops: a row per (name, device or host, annotation or not); device work counts
+     * its duration as self and total CUDA time */
+    "CREATE VIEW ops_summary AS WITH ev(rank, op, device, annotation, cpu, self_cpu, self_cuda,"
+    " cuda) AS (SELECT rank, op, op_device, op_annotation,"
+    " CASE WHEN op_device THEN 0 ELSE duration END, self_cpu, self_cuda, cuda_total"
+    " FROM ranges WHERE op IS NOT NULL"
+    " UNION ALL SELECT rank, name, 1, 0, 0, 0, duration, duration FROM kernels"
+    " UNION ALL SELECT rank, name, 1, 0, 0, 0, duration, duration FROM memcpy"
+    " UNION ALL SELECT rank, name, 1, 0, 0, 0, duration, duration FROM memset)"
+    " SELECT ev.rank AS rank, s.value AS name, device, annotation, count(*) AS calls,"
+    " sum(self_cpu) AS self_cpu_ns,"
+    " 100.0 * sum(self_cpu) / sum(sum(self_cpu)) OVER w AS self_cpu_pct,"
+    " sum(cpu) AS cpu_total_ns, 100.0 * sum(cpu) / sum(sum(self_cpu)) OVER w AS cpu_total_pct,"
+    " (sum(cpu) + count(*) / 2) / count(*) AS cpu_avg_ns, sum(self_cuda) AS self_cuda_ns,"
+    " 100.0 * sum(self_cuda) / sum(CASE WHEN device AND NOT annotation THEN sum(self_cuda) END)"
+    " OVER w AS self_cuda_pct, sum(cuda) AS cuda_total_ns,"
+    " (sum(cuda) + count(*) / 2) / count(*) AS cuda_avg_ns"
+    " FROM ev JOIN strings s ON s.id = ev.op GROUP BY ev.rank, device, annotation, ev.op"
+    " WINDOW w AS (PARTITION BY ev.rank);"
+    "CREATE VIEW step_times AS SELECT st.rank AS rank, st.number AS number, s.value AS name,"
+    " st.start AS start, st.end AS end, st.duration AS duration_ns, st.samples AS samples,"
+    " 100.0 * st.duration / avg(st.duration) OVER (PARTITION BY st.rank) AS of_avg_pct"
+    " FROM steps st JOIN strings s ON s.id = st.name;";
+
+/* The args column: the event's original args object (keep_raw), else the model's argument
+ * string as {"args": TEXT}. ?A is the object, ?B the string. */
+#define ARGS_SQL(A, B)                                                                             \
+    "CASE WHEN ?" #A " IS NOT NULL THEN ?" #A " WHEN ?" #B " IS NOT NULL"                          \
+    " THEN json_object('args', ?" #B ") END"
+
+enum {
+    S_STRING,
+    S_META,
+    S_PROCESS,
+    S_THREAD,
+    S_DEVICE,
+    S_STREAM,
+    S_STEP,
+    S_RANGE,
+    S_KERNEL,
+    S_MEMCPY,
+    S_MEMSET,
+    S_MEMORY,
+    S_COUNTER,
+    S_COUNT
+};
+
+static const char *const stmt_sql[S_COUNT] = {
+    [S_STRING] = "INSERT INTO strings VALUES(?1, ?2)",
+    [S_META] = "INSERT INTO meta VALUES(?1, ?2, ?3)",
+    [S_PROCESS] = "INSERT OR IGNORE INTO processes VALUES(?1, ?2)",
+    [S_THREAD] = "INSERT INTO threads VALUES(?1, ?2, ?3, ?4, ?5)",
+    [S_DEVICE] = "INSERT OR REPLACE INTO devices VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    [S_STREAM] = "INSERT INTO streams VALUES(?1, ?2, ?3, ?4, ?5)",
+    [S_STEP] = "INSERT INTO steps VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    [S_RANGE] =
+        "INSERT INTO ranges VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, " ARGS_SQL(
+            13, 14) ", ?15, ?16, ?17, ?18, ?19, ?20)",
+    /* a kernel's launch parameters are in its original args (Kineto's names), when kept */
+    [S_KERNEL] = "INSERT INTO kernels VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12,"
+                 " json_extract(?13, '$.grid'), json_extract(?13, '$.block'),"
+                 " json_extract(?13, '$.\"registers per thread\"'),"
+                 " json_extract(?13, '$.\"shared memory\"'),"
+                 " json_extract(?13, '$.\"est. achieved occupancy %\"'), " ARGS_SQL(13, 14) ")",
+    [S_MEMCPY] = "INSERT INTO memcpy VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12,"
+                 " ?15, ?16, ?17, ?18, " ARGS_SQL(13, 14) ")",
+    [S_MEMSET] = "INSERT INTO memset VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12,"
+                 " ?16, " ARGS_SQL(13, 14) ")",
+    [S_MEMORY] = "INSERT INTO memory VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+    [S_COUNTER] = "INSERT INTO counters VALUES(?1, ?2, ?3, ?4, ?5, ?6, " ARGS_SQL(7, 8) ")",
+};
+
+struct tl_sqlite {
+    sqlite3 *db;
+    sqlite3_stmt *st[S_COUNT];
+    char *path, *tmp; /* the file asked for, and the name it is written under until close */
+    tl_strtab strs;   /* every string of the database: id -> strings.id */
+    int64_t next_id;  /* the id of the next event */
+    int progress;
+    int failed; /* an add failed: close discards the file */
+    tl_error why;
+};
+
+static int db_fail(tl_sqlite *db, tl_error *err, const char *what)
+{
+    tl_error_setc(err, TL_ERR_IO, "%s: %s: %s", db->path, what, sqlite3_errmsg(db->db));
+    return -1;
+}
+
+static int exec(tl_sqlite *db, const char *sql, tl_error *err)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(db->db, sql, NULL, NULL, &msg) == SQLITE_OK)
+        return 0;
+    tl_error_setc(err, TL_ERR_IO, "%s: %s", db->path, msg ? msg : "sqlite error");
+    sqlite3_free(msg);
+    return -1;
+}
+
+static void db_free(tl_sqlite *db)
+{
+    for (int i = 0; i < S_COUNT; i++)
+        sqlite3_finalize(db->st[i]);
+    sqlite3_close(db->db);
+    tl_strtab_free(&db->strs);
+    free(db->path);
+    free(db->tmp);
+    free(db);
+}
+
+tl_sqlite *tl_sqlite_open(const char *path, tl_error *err)
+{
+    tl_sqlite *db = calloc(1, sizeof *db);
+    size_t n = strlen(path) + 32;
+    if (!db || !(db->path = strdup(path)) || !(db->tmp = malloc(n))) {
+        if (db)
+            free(db->path);
+        free(db);
+        tl_error_setc(err, TL_ERR_NOMEM, "%s: out of memory", path);
+        return NULL;
+    }
+    tl_strtab_init(&db->strs);
+    db->next_id = 1;
+    snprintf(db->tmp, n, "%s.tmp-%ld", path, (long)getpid());
+    /* created here, not by SQLite, for the system's own word on why a path cannot be written */
+    int fd = open(db->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0) {
+        tl_error_setc(err, TL_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
+        db_free(db);
+        return NULL;
+    }
+    close(fd);
+    if (sqlite3_open_v2(db->tmp, &db->db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+        db_fail(db, err, "cannot open");
+        goto fail;
+    }
+    /* a database nobody reads until it is complete: no journal, no syncs, one writer */
+    if (exec(db,
+             "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE;"
+             "PRAGMA temp_store=MEMORY; PRAGMA cache_size=-262144; PRAGMA page_size=65536;"
+             "BEGIN;",
+             err) != 0 ||
+        exec(db, schema, err) != 0 || exec(db, "INSERT INTO strings VALUES(0, '')", err) != 0)
+        goto fail;
+    for (int i = 0; i < S_COUNT; i++)
+        if (sqlite3_prepare_v3(db->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &db->st[i],
+                               NULL) != SQLITE_OK) {
+            db_fail(db, err, "cannot prepare");
+            goto fail;
+        }
+    return db;
+fail:
+    unlink(db->tmp);
+    db_free(db);
+    return NULL;
+}
+
+void tl_sqlite_progress(tl_sqlite *db, int on)
+{
+    if (db)
+        db->progress = on;
+}
+
+int64_t tl_sqlite_trace_rank(const tl_trace *t)
+{
+    return t->rank >= 0 ? t->rank : 0;
+}
+
+/* ---- binding ---------------------------------------------------------------------------- */
+
+static void bind_int(sqlite3_stmt *s, int i, int64_t v)
+{
+    sqlite3_bind_int64(s, i, v);
+}
+
+/* v, or NULL when v is none */
+static void bind_opt(sqlite3_stmt *s, int i, int64_t v, int64_t none)
+{
+    if (v == none)
+        sqlite3_bind_null(s, i);
+    else
+        sqlite3_bind_int64(s, i, v);
+}
+
+static void bind_text(sqlite3_stmt *s, int i, const char *p, size_t n)
+{
+    if (p)
+        sqlite3_bind_text(s, i, p, (int)n, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(s, i);
+}
+
+static int step(tl_sqlite *db, sqlite3_stmt *s, tl_error *err)
+{
+    int rc = sqlite3_step(s);
+    sqlite3_reset(s);
+    if (rc != SQLITE_DONE)
+        return db_fail(db, err, "cannot insert");
+    return 0;
+}
+
+/* ---- the original args of an event (keep_raw) -------------------------------------------- */
+
+/* Index past the JSON string starting at s[i] (a quote). */
+static size_t skip_string(const char *s, size_t n, size_t i)
+{
+    for (i++; i < n && s[i] != '"'; i++)
+        if (s[i] == '\\')
+            i++;
+    return i + 1;
+}
+
+/* The value of the top-level member "args" of the compact JSON object s[0, n) when it is an
+ * object: its text in *v, *vn. Returns 1 when found. */
+static int raw_args(const char *s, size_t n, const char **v, size_t *vn)
+{
+    int depth = 0;
+    for (size_t i = 0; i < n;) {
+        char c = s[i];
+        if (c == '"') {
+            size_t b = i;
+            i = skip_string(s, n, i);
+            if (depth != 1 || i >= n || s[i] != ':' || i - b != 6 || memcmp(s + b, "\"args\"", 6))
+                continue;
+            size_t vb = ++i;
+            if (i >= n || s[i] != '{')
+                return 0;
+            for (int d = 0; i < n;) {
+                if (s[i] == '"') {
+                    i = skip_string(s, n, i);
+                    continue;
+                }
+                if (s[i] == '{' || s[i] == '[')
+                    d++;
+                else if ((s[i] == '}' || s[i] == ']') && --d == 0) {
+                    *v = s + vb;
+                    *vn = i + 1 - vb;
+                    return 1;
+                }
+                i++;
+            }
+            return 0;
+        }
+        if (c == '{' || c == '[')
+            depth++;
+        else if (c == '}' || c == ']')
+            depth--;
+        i++;
+    }
+    return 0;
+}
+
+/* Bind the args parameters (raw object at i, the model's string at i + 1). */
+static void bind_args(sqlite3_stmt *s, int i, const tl_trace *t, const tl_event *e)
+{
+    const char *v = NULL;
+    size_t vn = 0;
+    if (t->raw_kept && e->raw && e->raw != TL_RAW_ELSEWHERE && e->raw <= t->raw.n) {
+        size_t len;
+        const char *text = tl_raw_text(&t->raw, e->raw, &len);
+        if (!raw_args(text, len, &v, &vn))
+            v = NULL;
+    }
+    bind_text(s, i, v, vn);
+    if (e->args && e->args < t->strings.count)
+        bind_text(s, i + 1, t->strings.str[e->args], t->strings.len[e->args]);
+    else
+        sqlite3_bind_null(s, i + 1);
+}
+
+/* ---- the ops table's columns, per event ----------------------------------------------------
+ * As view_ops.c computes them (its comment has the definitions): which events are rows (kind),
+ * the tree of kept host events (eparent) after PyTorch's filter of utility events and its
+ * merge of a same-named only child into its parent; self CPU, self CUDA, CUDA total. */
+
+enum { OP_NONE = 0, OP_HOST, OP_DEVICE };
+enum { NM_SEEN = 1, NM_DROPPED = 2, NM_STEP = 4 };
+
+typedef struct op_info {
+    int32_t eparent, nchild;
+    int8_t kind, async, merged;
+} op_info;
+
+typedef struct op_cols {
+    op_info *in;
+    int64_t *self_cpu, *self_cuda, *cuda;
+} op_cols;
+
+static uint8_t op_name_flags(const tl_trace *t, uint8_t *named, uint32_t id)
+{
+    static const char *const dropped[] = {"[memory]",
+                                          "[OutOfMemory]",
+                                          "profiler::_record_function_enter",
+                                          "profiler::_record_function_enter_new",
+                                          "profiler::_record_function_exit",
+                                          "aten::is_leaf",
+                                          "aten::output_nr",
+                                          "aten::_version"};
+    if (id >= t->strings.count)
+        id = 0;
+    if (!named[id]) {
+        const char *n = tl_str(&t->strings, id);
+        int drop = !strncmp(n, "PyTorch Profiler (", 18);
+        for (size_t i = 0; i < sizeof dropped / sizeof *dropped && !drop; i++)
+            drop = !strcmp(n, dropped[i]);
+        named[id] =
+            NM_SEEN | (drop ? NM_DROPPED : 0) | (!strncmp(n, "ProfilerStep#", 13) ? NM_STEP : 0);
+    }
+    return named[id];
+}
+
+static int op_kind(const tl_trace *t, uint8_t *named, const tl_event *e)
+{
+    switch ((tl_cat)e->cat) {
+    case TL_CAT_KERNEL:
+    case TL_CAT_MEMCPY:
+    case TL_CAT_MEMSET:
+    case TL_CAT_GPU_USER:
+        return OP_DEVICE;
+    case TL_CAT_MEMORY:
+    case TL_CAT_COUNTER:
+    case TL_CAT_INSTANT:
+    case TL_CAT_PYTHON:
+    case TL_CAT_OVERHEAD:
+        return OP_NONE;
+    default:
+        break;
+    }
+    if ((e->flags & TL_EV_INSTANT) || e->track >= t->ntracks ||
+        t->tracks[e->track].kind != TL_TRACK_THREAD)
+        return OP_NONE;
+    return op_name_flags(t, named, e->name) & NM_DROPPED ? OP_NONE : OP_HOST;
+}
+
+static int op_annotation(const tl_event *e)
+{
+    return e->cat == TL_CAT_USER || e->cat == TL_CAT_STEP || e->cat == TL_CAT_DATALOADER ||
+           e->cat == TL_CAT_FORWARD || e->cat == TL_CAT_BACKWARD || e->cat == TL_CAT_OPTIMIZER ||
+           e->cat == TL_CAT_GPU_USER;
+}
+
+/* A device row's duration: Kineto draws a gpu_user_annotation 1 ns early and 2 ns long. */
+static int64_t op_device_dur(const tl_trace *t, const tl_event *e)
+{
+    return e->cat == TL_CAT_GPU_USER && t->source == TL_SRC_KINETO && e->dur >= 2 ? e->dur - 2
+                                                                                  : e->dur;
+}
+
+static void op_cols_free(op_cols *c)
+{
+    free(c->in);
+    free(c->self_cpu);
+    free(c->self_cuda);
+    free(c->cuda);
+}
+
+static int op_cols_compute(const tl_trace *t, uint8_t *named, op_cols *c)
+{
+    size_t n = t->nev;
+    c->in = tl_big_alloc((n ? n : 1) * sizeof *c->in);
+    c->self_cpu = tl_big_calloc(n ? n : 1, sizeof *c->self_cpu);
+    c->self_cuda = tl_big_calloc(n ? n : 1, sizeof *c->self_cuda);
+    c->cuda = tl_big_calloc(n ? n : 1, sizeof *c->cuda);
+    if (!c->in || !c->self_cpu || !c->self_cuda || !c->cuda)
+        return -1;
+    op_info *in = c->in;
+    for (size_t i = 0; i < n; i++) {
+        const tl_event *e = &t->ev[i];
+        op_info *x = &in[i];
+        *x = (op_info){TL_NONE, 0, (int8_t)op_kind(t, named, e), (e->flags & TL_EV_ASYNC) != 0, 0};
+        int32_t p = e->parent;
+        if (p != TL_NONE && (size_t)p < i)
+            x->eparent = (in[p].kind == OP_HOST && !in[p].async) ? p : in[p].eparent;
+        if (x->kind == OP_HOST && !x->async && x->eparent != TL_NONE)
+            in[x->eparent].nchild++;
+    }
+    for (size_t i = 0; i < n; i++) { /* _remove_dup_nodes */
+        op_info *x = &in[i];
+        int32_t p = t->ev[i].parent;
+        if (p != TL_NONE && (size_t)p < i)
+            x->eparent = (in[p].kind == OP_HOST && !in[p].async) ? p : in[p].eparent;
+        if (x->kind != OP_HOST || x->async || x->eparent == TL_NONE)
+            continue;
+        int32_t q = x->eparent;
+        int same =
+            t->ev[q].name == t->ev[i].name || ((op_name_flags(t, named, t->ev[q].name) & NM_STEP) &&
+                                               (op_name_flags(t, named, t->ev[i].name) & NM_STEP));
+        if (same && in[q].nchild == 1) {
+            in[q].nchild = x->nchild;
+            x->kind = OP_NONE;
+            x->merged = 1;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        const tl_event *e = &t->ev[i];
+        const op_info *x = &in[i];
+        if (x->kind == OP_DEVICE) {
+            c->self_cuda[i] = c->cuda[i] = op_device_dur(t, e);
+        } else if (x->kind == OP_HOST && !x->async) {
+            c->self_cpu[i] = tl_add_sat(c->self_cpu[i], e->dur);
+            if (x->eparent != TL_NONE)
+                c->self_cpu[x->eparent] = tl_sub_sat(c->self_cpu[x->eparent], e->dur);
+        }
+    }
+    for (size_t i = 0; i < n; i++) { /* device work: its owner's self CUDA, CUDA up the tree */
+        const tl_event *e = &t->ev[i];
+        if (!tl_is_device_work(e))
+            continue;
+        int32_t ow = tl_launch_owner(t, i, TL_OWNER_ANY_SPAN);
+        while (ow != TL_NONE && (in[ow].kind != OP_HOST || in[ow].async))
+            ow = in[ow].eparent;
+        if (ow == TL_NONE)
+            continue;
+        c->self_cuda[ow] = tl_add_sat(c->self_cuda[ow], e->dur);
+        for (int32_t a = ow; a != TL_NONE; a = in[a].eparent)
+            c->cuda[a] = tl_add_sat(c->cuda[a], e->dur);
+    }
+    return 0;
+}
+
+/* ---- adding a trace ------------------------------------------------------------------------ */
+
+/* Global string ids for t's strings (new ones inserted); gid[t->strings.count]. */
+static uint32_t *map_strings(tl_sqlite *db, const tl_trace *t, tl_error *err)
+{
+    uint32_t *gid = malloc((t->strings.count + 1) * sizeof *gid);
+    if (!gid) {
+        tl_error_setc(err, TL_ERR_NOMEM, "%s: out of memory", db->path);
+        return NULL;
+    }
+    sqlite3_stmt *s = db->st[S_STRING];
+    for (uint32_t i = 0; i <= t->strings.count; i++) {
+        /* the last one is a name of the ops table's own: its row for every step */
+        const char *str = i < t->strings.count ? t->strings.str[i] : "ProfilerStep*";
+        size_t len = i < t->strings.count ? t->strings.len[i] : strlen(str);
+        uint32_t before = db->strs.count;
+        uint32_t g = tl_intern(&db->strs, str, len);
+        if (g == 0 && len) { /* only "" has id 0: out of memory */
+            free(gid);
+            tl_error_setc(err, TL_ERR_NOMEM, "%s: out of memory", db->path);
+            return NULL;
+        }
+        gid[i] = g;
+        if (db->strs.count != before) {
+            bind_int(s, 1, g);
+            bind_text(s, 2, str, len);
+            if (step(db, s, err) != 0) {
+                free(gid);
+                return NULL;
+            }
+        }
+    }
+    return gid;
+}
+
+static int add_meta(tl_sqlite *db, int64_t rank, const char *key, const char *text, int64_t num,
+                    tl_error *err)
+{
+    sqlite3_stmt *s = db->st[S_META];
+    bind_int(s, 1, rank);
+    bind_text(s, 2, key, strlen(key));
+    if (text)
+        bind_text(s, 3, text, strlen(text));
+    else
+        bind_int(s, 3, num);
+    return step(db, s, err);
+}
+
+static int add_header(tl_sqlite *db, const tl_trace *t, int64_t rank, const uint32_t *gid,
+                      tl_error *err)
+{
+    char *json = tl_trace_meta_json(t);
+    char version[32];
+    snprintf(version, sizeof version, "%d.%d.%d", TALLY_VERSION_MAJOR, TALLY_VERSION_MINOR,
+             TALLY_VERSION_PATCH);
+    /* each add_meta returns 0 or -1: the first failure stops the chain */
+    int rc =
+        (json && add_meta(db, rank, "trace", json, 0, err)) ||
+                add_meta(db, rank, "tally_version", version, 0, err) ||
+                add_meta(db, rank, "path", t->path ? t->path : "", 0, err) ||
+                add_meta(db, rank, "rank", NULL, rank, err) ||
+                add_meta(db, rank, "time_unit", "ns", 0, err) ||
+                (t->world_size > 0 && add_meta(db, rank, "world_size", NULL, t->world_size, err)) ||
+                (t->wall_offset &&
+                 add_meta(db, rank, "unix_offset_ns", NULL, t->wall_offset, err)) ||
+                (t->pid && add_meta(db, rank, "pid", NULL, t->pid, err)) ||
+                (t->host && add_meta(db, rank, "host", tl_str(&t->strings, t->host), 0, err)) ||
+                (t->program &&
+                 add_meta(db, rank, "program", tl_str(&t->strings, t->program), 0, err)) ||
+                add_meta(db, rank, "accelerator", tl_accel_name(t), 0, err)
+            ? -1
+            : 0;
+    free(json);
+    /* the source as the reports name it, from the trace's metadata */
+    if (rc == 0 &&
+        exec(db,
+             "INSERT INTO meta SELECT rank, 'source', json_extract(value, '$.source') FROM meta"
+             " WHERE key = 'trace' AND rank NOT IN (SELECT rank FROM meta WHERE key = 'source')",
+             err) != 0)
+        rc = -1;
+    for (uint32_t k = 0; rc == 0 && k < t->ntracks; k++) {
+        const tl_track *tr = &t->tracks[k];
+        sqlite3_stmt *s = db->st[tr->kind == TL_TRACK_STREAM ? S_STREAM : S_THREAD];
+        bind_int(s, 1, rank);
+        bind_int(s, 2, k);
+        bind_int(s, 3, tr->kind == TL_TRACK_STREAM ? tr->device : tr->pid);
+        bind_int(s, 4, tr->tid);
+        bind_opt(s, 5, tr->name < t->strings.count ? gid[tr->name] : 0, 0);
+        rc = step(db, s, err);
+        if (rc == 0 && tr->kind == TL_TRACK_THREAD) {
+            s = db->st[S_PROCESS];
+            bind_int(s, 1, rank);
+            bind_int(s, 2, tr->pid);
+            rc = step(db, s, err);
+        }
+    }
+    for (uint32_t k = 0; rc == 0 && k < t->ndevices; k++) {
+        const tl_device *d = &t->devices[k];
+        sqlite3_stmt *s = db->st[S_DEVICE];
+        bind_int(s, 1, rank);
+        bind_int(s, 2, d->id);
+        bind_opt(s, 3, d->name < t->strings.count ? gid[d->name] : 0, 0);
+        bind_opt(s, 4, d->memory, 0);
+        bind_opt(s, 5, d->sm_count, 0);
+        bind_opt(s, 6, d->cc_major, 0); /* 0.x: known with its major, which is never 0 */
+        bind_opt(s, 7, d->cc_major ? d->cc_minor : -1, -1);
+        rc = step(db, s, err);
+    }
+    return rc;
+}
+
+static int add_steps(tl_sqlite *db, const tl_trace *t, int64_t rank, const uint32_t *gid,
+                     tl_error *err)
+{
+    tl_steps st;
+    if (tl_steps_load(t, &st) != 0) {
+        tl_error_setc(err, TL_ERR_NOMEM, "%s: out of memory", db->path);
+        return -1;
+    }
+    int rc = 0;
+    for (int k = 0; rc == 0 && !st.pseudo && k < st.n; k++) {
+        const tl_step *p = &st.v[k];
+        sqlite3_stmt *s = db->st[S_STEP];
+        bind_int(s, 1, rank);
+        bind_int(s, 2, p->number);
+        bind_int(s, 3, p->name < t->strings.count ? gid[p->name] : 0);
+        bind_int(s, 4, p->s);
+        bind_int(s, 5, p->e);
+        bind_int(s, 6, p->e - p->s);
+        bind_opt(s, 7, p->samples, 0);
+        bind_opt(s, 8, p->ev == TL_NONE ? -1 : db->next_id + p->ev, -1);
+        rc = step(db, s, err);
+    }
+    tl_steps_free(&st);
+    return rc;
+}
+
+static int add_memory(tl_sqlite *db, const tl_trace *t, int64_t rank, const uint32_t *gid,
+                      tl_error *err)
+{
+    sqlite3_stmt *s = db->st[S_MEMORY];
+    for (size_t i = 0; i < t->nmem; i++) {
+        const tl_memev *m = &t->mem[i];
+        bind_int(s, 1, rank);
+        bind_int(s, 2, m->ts);
+        bind_int(s, 3, m->track);
+        bind_int(s, 4, m->device);
+        bind_opt(s, 5, (int64_t)m->addr, 0);
+        bind_int(s, 6, m->bytes);
+        bind_opt(s, 7, m->total_allocated, -1);
+        bind_opt(s, 8, m->total_reserved, -1);
+        const char *cat = tl_mem_cat_name(m->category < TL_MEM_CAT_COUNT ? m->category : 0);
+        bind_text(s, 9, cat, strlen(cat));
+        bind_opt(s, 10, m->name < t->strings.count ? gid[m->name] : 0, 0);
+        bind_int(s, 11, m->flags);
+        bind_opt(s, 12, m->corr, 0);
+        if (step(db, s, err) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The events, each into its table. */
+static int add_events(tl_sqlite *db, const tl_trace *t, int64_t rank, const uint32_t *gid,
+                      const op_cols *oc, uint32_t step_gid, tl_error *err)
+{
+    tl_gpu_scope sc;
+    if (tl_gpu_scope_init(t, NULL, &sc) != 0) {
+        tl_error_setc(err, TL_ERR_NOMEM, "%s: out of memory", db->path);
+        return -1;
+    }
+    uint8_t *named = calloc(t->strings.count ? t->strings.count : 1, 1);
+    int rc = named ? 0 : -1;
+    if (!named)
+        tl_error_setc(err, TL_ERR_NOMEM, "%s: out of memory", db->path);
+    double t0 = now_s(), shown = t0;
+    for (size_t i = 0; rc == 0 && i < t->nev; i++) {
+        const tl_event *e = &t->ev[i];
+        if (tl_is_memory_record_event(t, e))
+            continue; /* its row of the memory table holds the same and more */
+        if (db->progress && (i & 0xffff) == 0) {
+            double now = now_s();
+            if (now - t0 >= 1.0 && now - shown >= 0.5) {
+                shown = now;
+                fprintf(stderr, "\rwriting %s: %zu of %zu events", db->path, i, t->nev);
+                fflush(stderr);
+            }
+        }
+        const tl_track *tr = e->track < t->ntracks ? &t->tracks[e->track] : NULL;
+        uint32_t name = e->name < t->strings.count ? gid[e->name] : 0;
+        int64_t id = db->next_id + (int64_t)i;
+        sqlite3_stmt *s;
+        if (e->cat == TL_CAT_COUNTER) {
+            s = db->st[S_COUNTER];
+            bind_int(s, 1, id);
+            bind_int(s, 2, rank);
+            bind_int(s, 3, e->track);
+            bind_int(s, 4, name);
+            bind_int(s, 5, e->ts);
+            sqlite3_bind_double(s, 6, (double)e->value / 1e3);
+            bind_args(s, 7, t, e);
+            rc = step(db, s, err);
+            continue;
+        }
+        int device = e->cat == TL_CAT_KERNEL || e->cat == TL_CAT_MEMCPY || e->cat == TL_CAT_MEMSET;
+        if (device) {
+            s = db->st[e->cat == TL_CAT_KERNEL   ? S_KERNEL
+                       : e->cat == TL_CAT_MEMCPY ? S_MEMCPY
+                                                 : S_MEMSET];
+            bind_int(s, 1, id);
+            bind_int(s, 2, rank);
+            bind_int(s, 3, e->track);
+            bind_opt(s, 4, tr ? tr->device : -1, -1);
+            bind_opt(s, 5, tr ? tr->tid : -1, -1);
+            bind_int(s, 6, name);
+            bind_int(s, 7, e->ts);
+            bind_int(s, 8, e->ts + e->dur);
+            bind_int(s, 9, e->dur);
+            bind_opt(s, 10, e->corr, 0);
+            bind_opt(s, 11, e->link == TL_NONE ? -1 : db->next_id + e->link, -1);
+            bind_int(s, 12, tl_gpu_scope_counts(t, &sc, e));
+            bind_args(s, 13, t, e);
+            if (e->cat == TL_CAT_MEMCPY) {
+                const char *k = tl_memcpy_kind_name((tl_memcpy_kind)e->copy);
+                bind_text(s, 15, k, strlen(k));
+                bind_int(s, 17, (e->flags & TL_EV_PAGEABLE) != 0);
+                bind_int(s, 18, (e->flags & TL_EV_SYNC_COPY) != 0);
+            }
+            if (e->cat != TL_CAT_KERNEL)
+                bind_int(s, 16, e->value);
+            rc = step(db, s, err);
+            continue;
+        }
+        s = db->st[S_RANGE];
+        bind_int(s, 1, id);
+        bind_int(s, 2, rank);
+        bind_int(s, 3, e->track);
+        const char *cat = tl_cat_name((tl_cat)e->cat);
+        bind_text(s, 4, cat, strlen(cat));
+        bind_int(s, 5, name);
+        bind_int(s, 6, e->ts);
+        bind_int(s, 7, e->ts + e->dur);
+        bind_int(s, 8, e->dur);
+        bind_opt(s, 9, e->parent == TL_NONE ? -1 : db->next_id + e->parent, -1);
+        bind_int(s, 10, e->depth);
+        bind_opt(s, 11, e->corr, 0);
+        bind_int(s, 12, e->flags);
+        bind_args(s, 13, t, e);
+        const op_info *x = &oc->in[i];
+        if (x->kind == OP_NONE) {
+            for (int p = 15; p <= 20; p++)
+                sqlite3_bind_null(s, p);
+        } else {
+            int is_step = (op_name_flags(t, named, e->name) & NM_STEP) != 0;
+            bind_int(s, 15, is_step ? step_gid : name);
+            bind_int(s, 16, x->kind == OP_DEVICE);
+            bind_int(s, 17, op_annotation(e));
+            bind_int(s, 18, oc->self_cpu[i]);
+            bind_int(s, 19, oc->self_cuda[i]);
+            bind_int(s, 20, oc->cuda[i]);
+        }
+        rc = step(db, s, err);
+    }
+    if (db->progress && now_s() - t0 >= 1.0)
+        fprintf(stderr, "\r%-70s\r", "");
+    free(named);
+    tl_gpu_scope_free(&sc);
+    return rc;
+}
+
+int tl_sqlite_add_trace(tl_sqlite *db, const tl_trace *t, int64_t rank, tl_error *err)
+{
+    if (db->failed) {
+        if (err)
+            *err = db->why;
+        return -1;
+    }
+    tl_error e2 = {{0}};
+    tl_error *er = err ? err : &e2;
+    op_cols oc = {0};
+    uint8_t *named = calloc(t->strings.count ? t->strings.count : 1, 1);
+    uint32_t *gid = map_strings(db, t, er);
+    int rc = -1;
+    if (!gid)
+        goto done;
+    if (!named || op_cols_compute(t, named, &oc) != 0) {
+        tl_error_setc(er, TL_ERR_NOMEM, "%s: out of memory", db->path);
+        goto done;
+    }
+    if (add_header(db, t, rank, gid, er) != 0 || add_steps(db, t, rank, gid, er) != 0 ||
+        add_memory(db, t, rank, gid, er) != 0 ||
+        add_events(db, t, rank, gid, &oc, gid[t->strings.count], er) != 0)
+        goto done;
+    db->next_id += (int64_t)t->nev;
+    rc = 0;
+done:
+    if (rc != 0) {
+        db->failed = 1;
+        db->why = *er;
+    }
+    op_cols_free(&oc);
+    free(named);
+    free(gid);
+    return rc;
+}
+
+int tl_sqlite_close(tl_sqlite *db, tl_error *err)
+{
+    if (!db)
+        return 0;
+    tl_error e2 = {{0}};
+    tl_error *er = err ? err : &e2;
+    int rc = -1;
+    if (db->failed)
+        *er = db->why;
+    else if (exec(db, indexes, er) == 0 && exec(db, views, er) == 0 &&
+             exec(db, "COMMIT", er) == 0) {
+        for (int i = 0; i < S_COUNT; i++) {
+            sqlite3_finalize(db->st[i]);
+            db->st[i] = NULL;
+        }
+        if (sqlite3_close(db->db) != SQLITE_OK)
+            db_fail(db, er, "cannot close");
+        else if (db->db = NULL, rename(db->tmp, db->path) != 0)
+            tl_error_setc(er, TL_ERR_IO, "%s: cannot write: %s", db->path, strerror(errno));
+        else
+            rc = 0;
+    }
+    if (rc != 0)
+        unlink(db->tmp);
+    db_free(db);
+    return rc;
+}
