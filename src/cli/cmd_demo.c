@@ -6,7 +6,8 @@
  * -o DIR: one warm-up step that the schedule skips (skip_first = 1), then --steps recorded ones.
  * The trace-ready handler notes where each window's files went and lets the default handler write
  * the Chrome JSON; the report is then read back from the .tally file, as `tally report` would, and
- * printed on stdout in the chosen format. By default (`--rmsnorm both`) it runs one session per
+ * printed on stdout in the chosen format, and written as an HTML page beside the trace
+ * (PATH.html, tally report --html). By default (`--rmsnorm both`) it runs one session per
  * RMSNorm kind on the same model and ends with a line comparing their time per rmsnorm call,
  * measured from the two traces; `--rmsnorm unfused|fused` runs that one only.
  *
@@ -16,6 +17,7 @@
 #include "cli/commands.h"
 #include "cli/runner.h"
 #include "record/env_check.h"
+#include "report/html_report.h"
 #include "report/summary.h"
 
 #include "llama.h"
@@ -135,7 +137,9 @@ static const cli_command command = {
              "embedding, RMSNorm, rotary embedding, grouped-query attention with a KV cache,\n"
              "SwiGLU MLP, LM head; each step a data-loading phase, a forward pass, a\n"
              "backward-like and an AdamW phase — under the profiler, print the report, and\n"
-             "leave the trace (.tally and .json.gz, for `tally report` and Perfetto) in DIR.",
+             "leave the trace (.tally and .json.gz, for `tally report` and Perfetto) and the\n"
+             "report as an HTML page with charts (demo-unfused.html, demo-fused.html: what\n"
+             "`tally report --html` writes) in DIR.",
     CLI_TABLE,
     .more_help = model_help,
     .other = model_option,
@@ -155,19 +159,56 @@ static void on_ready(const tally_window *w, void *user)
     }
 }
 
-/* PATH.tally -> PATH.json.gz, from the loaded trace. */
-static int write_json(const tl_trace *t, const char *tally_path)
+/* PATH.tally -> PATH<ext>, malloc'd (NULL when out of memory). */
+static char *beside(const char *tally_path, const char *ext)
 {
     size_t n = strlen(tally_path);
     if (n > 6 && !strcmp(tally_path + n - 6, ".tally"))
         n -= 6;
-    char *out = malloc(n + 16);
+    size_t cap = n + strlen(ext) + 1;
+    char *out = malloc(cap);
+    if (out)
+        snprintf(out, cap, "%.*s%s", (int)n, tally_path, ext);
+    return out;
+}
+
+/* PATH.tally -> PATH.json.gz, from the loaded trace. */
+static int write_json(const tl_trace *t, const char *tally_path)
+{
+    char *out = beside(tally_path, ".json.gz");
     if (!out)
         return 1;
-    snprintf(out, n + 16, "%.*s.json.gz", (int)n, tally_path);
     int rc = cli_write_chrome(command.verb, t, out);
     if (rc == 0)
         fprintf(stderr, "tally demo: trace %s, %s\n", tally_path, out);
+    free(out);
+    return rc;
+}
+
+/* PATH.tally -> PATH.html: every view of the trace as one page (tally report --html). */
+static int write_html(const tl_trace *t, const char *tally_path)
+{
+    char *out = beside(tally_path, ".html");
+    if (!out)
+        return 1;
+    FILE *f = fopen(out, "w");
+    int rc = 0;
+    if (!f) {
+        fprintf(stderr, "tally demo: cannot write %s: %s\n", out, strerror(errno));
+        rc = 1;
+    } else {
+        tl_report_opts ro;
+        memset(&ro, 0, sizeof ro);
+        tl_error err = {{0}};
+        if (tl_report_write_html(f, t, &ro, &err) != 0)
+            rc = cli_fail(command.verb, &err);
+        if ((ferror(f) | (fclose(f) != 0)) && !rc) {
+            fprintf(stderr, "tally demo: error writing %s: %s\n", out, strerror(errno));
+            rc = 1;
+        }
+        if (rc == 0)
+            fprintf(stderr, "tally demo: report %s\n", out);
+    }
     free(out);
     return rc;
 }
@@ -326,7 +367,7 @@ static int run_variant(struct demo *d, llama_model *m, const char *name, struct 
             tl_trace_free(&t);
             return 1;
         }
-        if (write_json(&t, d->paths[i]) != 0)
+        if (write_json(&t, d->paths[i]) != 0 || write_html(&t, d->paths[i]) != 0)
             d->ready_failed = 1;
         tl_report_opts ro;
         memset(&ro, 0, sizeof ro);

@@ -15,7 +15,11 @@
 #include "report/html_report.h"
 #include "report/summary.h"
 
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* The state of one invocation. */
 struct report_args {
@@ -23,7 +27,8 @@ struct report_args {
     tl_report_opts ro; /* fmt and unit are taken from job */
     /* the operands: one trace, or a job's (a folder tree of ranks, several files; cmd_job.c) */
     const char *paths[CLI_JOB_MAX_ARGS + 1];
-    int threads; /* -j: threads that read a job's ranks (0 = the available cores) */
+    int threads;      /* -j: threads that read a job's ranks (0 = the available cores) */
+    const char *html; /* --html OUT: the page goes to OUT (job.out) instead of text/csv/json */
 };
 #define CLI_STATE struct report_args
 
@@ -109,6 +114,53 @@ static int check_views(void *state, tl_error *err)
     return tl_report_check_views(a->ro.views, err);
 }
 
+/* --html of a job: its JSON report (cmd_job.c) into a temporary file, then the page around it. */
+static int copy_json(FILE *out, void *arg, tl_error *err)
+{
+    char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, arg)) > 0)
+        fwrite(buf, 1, n, out);
+    if (ferror(arg)) {
+        tl_error_setc(err, TL_ERR_IO, "cannot read the job's report back");
+        return -1;
+    }
+    return 0;
+}
+
+static int html_job(struct report_args *a)
+{
+    char tmp[] = "/tmp/tally-job-XXXXXX";
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        fprintf(stderr, "tally report: cannot create a temporary file: %s\n", strerror(errno));
+        return 1;
+    }
+    close(fd);
+    cli_job j = a->job;
+    j.fmt = TL_FMT_JSON;
+    j.out = tmp;
+    int status = cli_report_job(a->paths, &j, a->threads);
+    FILE *in = status == 0 ? fopen(tmp, "r") : NULL, *out = NULL;
+    if (status == 0 && (!in || !(out = fopen(a->html, "w")))) {
+        fprintf(stderr, "tally report: cannot write %s: %s\n", a->html, strerror(errno));
+        status = 1;
+    }
+    if (out) {
+        tl_error err = {{0}};
+        if (tl_html_write(out, a->paths[0], copy_json, in, NULL, &err) != 0)
+            status = cli_fail("report", &err);
+        if ((ferror(out) | (fclose(out) != 0)) && !status) {
+            fprintf(stderr, "tally report: error writing %s: %s\n", a->html, strerror(errno));
+            status = 1;
+        }
+    }
+    if (in)
+        fclose(in);
+    unlink(tmp);
+    return status;
+}
+
 /* One trace goes on to the runner; a folder or several files are a job. */
 static int takeover(void *state)
 {
@@ -118,7 +170,9 @@ static int takeover(void *state)
         a->job.files[0] = a->paths[0];
         return CLI_CONTINUE;
     }
-    return cli_report_job(a->paths, &a->job, a->threads);
+    if (!a->html)
+        return cli_report_job(a->paths, &a->job, a->threads);
+    return html_job(a);
 }
 
 int cmd_report(int argc, char **argv)
