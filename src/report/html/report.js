@@ -26,6 +26,10 @@
     if (a >= 1e3) return (us / 1e3).toFixed(3) + ' ms';
     return us.toFixed(a >= 100 ? 1 : 3) + ' \u00b5s';
   }
+  /* axis labels: the same units, trailing zeros dropped (200 ms, 1.2 s) */
+  function fmtAxis(us) {
+    return fmtTime(us).replace(/\.?0+ /, ' ');
+  }
   function fmtBytes(b) {
     if (b === null || b === undefined) return '-';
     var u = ['B', 'KB', 'MB', 'GB', 'TB'], i = 0, v = b;
@@ -299,9 +303,9 @@
     chart(g, 'breakdown-steps', 'Per step', {
       tooltip: {trigger: 'axis', axisPointer: {type: 'shadow'}, valueFormatter: fmtTime, confine: true},
       legend: {bottom: 0, type: 'scroll'},
-      grid: {left: 70, right: 16, top: 16, bottom: 70},
+      grid: {left: 10, right: 16, top: 16, bottom: 40, containLabel: true},
       xAxis: {type: 'category', data: perStep.map(function (r) { return r.step.replace('ProfilerStep', 'step '); })},
-      yAxis: {type: 'value', axisLabel: {formatter: fmtTime}},
+      yAxis: {type: 'value', axisLabel: {formatter: fmtAxis}},
       series: cats.map(function (c) {
         return {name: c.title, type: 'bar', stack: 'step', itemStyle: {color: color(c.title)},
                 data: perStep.map(function (r) { return r[c.key] || 0; })};
@@ -333,7 +337,7 @@
       grid: {left: 220, right: 24, top: 10, bottom: 60},
       dataZoom: [{type: 'slider', filterMode: 'weakFilter', bottom: 10, height: 22, labelFormatter: function (v) { return fmtTime(v); }},
                  {type: 'inside', filterMode: 'weakFilter'}],
-      xAxis: {type: 'value', min: 0, max: TL.span_us, axisLabel: {formatter: function (v) { return fmtTime(v); }}},
+      xAxis: {type: 'value', min: 0, max: TL.span_us, axisLabel: {formatter: function (v) { return fmtAxis(v); }}},
       yAxis: {type: 'category', data: names, inverse: true, axisLabel: {width: 200, overflow: 'truncate'}},
       series: [{type: 'custom', encode: {x: [1, 2], y: 0}, data: data,
         renderItem: function (params, api) {
@@ -354,8 +358,8 @@
       chart(g, 'stream-busy', 'Busy and idle per stream (within each stream\'s first to last op)', {
         tooltip: {trigger: 'axis', axisPointer: {type: 'shadow'}, valueFormatter: fmtTime, confine: true},
         legend: {bottom: 0},
-        grid: {left: 200, right: 20, top: 10, bottom: 50},
-        xAxis: {type: 'value', axisLabel: {formatter: fmtTime}},
+        grid: {left: 10, right: 20, top: 10, bottom: 40, containLabel: true},
+        xAxis: {type: 'value', axisLabel: {formatter: fmtAxis}},
         yAxis: {type: 'category', data: names2, inverse: true},
         series: [['busy_us', 'busy'], ['idle_us', 'idle']].map(function (p) {
           return {name: p[1], type: 'bar', stack: 's', itemStyle: {color: COLORS[p[1]]}, data: idle.rows.map(function (r) { return r[p[0]]; })};
@@ -375,7 +379,7 @@
       tooltip: {trigger: 'axis', axisPointer: {type: 'shadow'}, valueFormatter: fmtTime, confine: true},
       legend: keys.length > 1 ? {bottom: 0} : undefined,
       grid: {left: 10, right: 24, top: 8, bottom: keys.length > 1 ? 40 : 20, containLabel: true},
-      xAxis: {type: 'value', axisLabel: {formatter: fmtTime}},
+      xAxis: {type: 'value', axisLabel: {formatter: fmtAxis}},
       yAxis: {type: 'category', data: rows.map(function (r) { return r[nameKey]; }),
               axisLabel: {width: 230, overflow: 'truncate', fontSize: 11}},
       series: keys.map(function (k, i) {
@@ -411,7 +415,7 @@
         tooltip: {trigger: 'axis', axisPointer: {type: 'shadow'}, valueFormatter: fmtTime, confine: true},
         legend: {bottom: 0},
         grid: {left: 10, right: 20, top: 10, bottom: 50, containLabel: true},
-        xAxis: {type: 'value', axisLabel: {formatter: fmtTime}},
+        xAxis: {type: 'value', axisLabel: {formatter: fmtAxis}},
         yAxis: {type: 'category', data: names, inverse: true},
         series: [['host_wait_us', 'Host wait'], ['kernel_wait_us', 'Kernel wait'], ['other_wait_us', 'Other wait']].map(function (p) {
           return {name: p[1], type: 'bar', stack: 'i', itemStyle: {color: COLORS[p[1]]}, data: idle.rows.map(function (r) { return r[p[0]] || 0; })};
@@ -425,7 +429,7 @@
           var r = rows[p.dataIndex]; return 'GPU ' + r.device + ' stream ' + r.stream + ' at +' + fmtTime(r.start_us) + '<br>' + fmtTime(r.length_us) + ', ' + esc(r.cause) + (r.host_ranges ? '<br>host in ' + esc(r.host_ranges) : '');
         }},
         grid: {left: 10, right: 20, top: 10, bottom: 20, containLabel: true},
-        xAxis: {type: 'value', axisLabel: {formatter: fmtTime}},
+        xAxis: {type: 'value', axisLabel: {formatter: fmtAxis}},
         yAxis: {type: 'category', inverse: true, data: rows.map(function (r) { return '#' + r.rank + ' ' + (r.host_ranges || r.cause); }),
                 axisLabel: {width: 200, overflow: 'truncate', fontSize: 11}},
         series: [{type: 'bar', data: rows.map(function (r) { return {value: r.length_us, itemStyle: {color: r.cause === 'host wait' || r.cause === 'host' ? COLORS['Host wait'] : '#fa5252'}}; })}]
@@ -461,8 +465,8 @@
         chart(s, 'memory-timeline' + (di ? '-' + di : ''), dv + ': memory over time', {
           tooltip: {trigger: 'axis', confine: true, valueFormatter: fmtBytes, axisPointer: {label: {formatter: function (p) { return p.axisDimension === 'x' ? fmtTime(p.value) : fmtBytes(p.value); }}}},
           legend: {bottom: 0},
-          grid: {left: 80, right: 24, top: 30, bottom: 50},
-          xAxis: {type: 'value', scale: true, axisLabel: {formatter: function (v) { return fmtTime(v); }}},
+          grid: {left: 10, right: 24, top: 30, bottom: 40, containLabel: true},
+          xAxis: {type: 'value', scale: true, axisLabel: {formatter: function (v) { return fmtAxis(v); }}},
           yAxis: {type: 'value', axisLabel: {formatter: fmtBytes}},
           series: series
         });
