@@ -239,7 +239,7 @@
     var s = (f.finding + ' ' + (f.evidence || '')).toLowerCase();
     var has = function (id) { return document.getElementById(id) || pending[id]; };
     var rules = [
-      [/straggler|rank /, 'ranks'], [/gap|idle|wait/, 'gpu-idle'],
+      [/straggler|rank \d|ranks? wait/, 'ranks'], [/gap|idle|wait/, 'gpu-idle'],
       [/memory|activation|peak|leak|alloc/, 'memory'], [/kernel|launch|short/, 'operators'],
       [/stream|overlap|communication|nccl/, 'timeline'],
       [/operator|self cpu|op /, 'operators'], [/step|dataloader|reader|loader/, 'breakdown']
@@ -250,9 +250,9 @@
   }
   var pending = {};
   function findings(target) {
-    var t = table('findings');
+    var key = table('findings') ? 'findings' : 'job_findings', t = table(key);
     if (!t) return;
-    used.findings = true;
+    used[key] = true;
     var s = target;
     if (!t.rows.length) { s.appendChild(el('p', {'class': 'empty-note'}, 'No findings: nothing stands out in this trace.')); return; }
     var tries = {};
@@ -559,8 +559,8 @@
     pending = {breakdown: 'step time', timeline: 'timeline', operators: 'operators', 'gpu-idle': 'GPU idle',
                memory: 'memory', ranks: 'ranks', tables: 'tables'};
     var fs = null;
-    used.findings = true;
-    if (table('findings')) fs = section('findings', 'Findings', 'Ranked by the time (or memory) at stake; each links to its evidence below.');
+    used.findings = used.job_findings = true;
+    if (table('findings') || table('job_findings')) fs = section('findings', 'Findings', 'Ranked by the time (or memory) at stake; each links to its evidence below.');
     breakdown();
     timeline();
     operators();
