@@ -599,6 +599,24 @@ static int ensure_dir(const char *dir)
     return access(dir, W_OK) == 0 ? 0 : -1;
 }
 
+/* The per-rank folder DIR/rank<N> when the launcher gave this process a rank (fill_ident read
+ * it), unless TALLY_RANK_DIRS=0 or DIR already is that folder (tally run's injection sets it).
+ * 1 with the path in out, else 0. */
+static int rank_dir(const char *dir, char *out, size_t cap)
+{
+    const char *on = getenv("TALLY_RANK_DIRS");
+    if (tally__ident.rank < 0 || (on && !strcmp(on, "0")))
+        return 0;
+    char leaf[32];
+    snprintf(leaf, sizeof leaf, "rank%d", tally__ident.rank);
+    size_t n = strlen(dir), l = strlen(leaf);
+    while (n > 1 && dir[n - 1] == '/')
+        n--;
+    if (n >= l && !strncmp(dir + n - l, leaf, l) && (n == l || dir[n - l - 1] == '/'))
+        return 0;
+    return snprintf(out, cap, "%.*s/%s", (int)n, dir, leaf) < (int)cap;
+}
+
 static int start_locked(const tally_config *cfg)
 {
     if (atomic_load(&tally__sess.running))
@@ -624,6 +642,17 @@ static int start_locked(const tally_config *cfg)
                 fprintf(stderr, "tally: output directory %s is not writable: %s\n", c.output_dir,
                         strerror(errno));
             return TALLY_EIO;
+        }
+        /* a rank's files go to rank<N>/, where `tally report DIR` and TensorBoard find them */
+        char rdir[PATH_MAX];
+        if (rank_dir(c.output_dir, rdir, sizeof rdir)) {
+            if (ensure_dir(rdir) != 0) {
+                if (!c.quiet)
+                    fprintf(stderr, "tally: output directory %s is not writable: %s\n", rdir,
+                            strerror(errno));
+                return TALLY_EIO;
+            }
+            c.output_dir = rdir;
         }
         char name[PATH_MAX / 2];
         if (tally__expand_name(c.name, name, sizeof name) != 0 ||

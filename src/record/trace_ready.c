@@ -123,10 +123,11 @@ TALLY_API int tally_default_trace_ready(const tally_window *w, void *user)
     const char *base = w->base_path ? w->base_path : w->path;
     char json[PATH_MAX + 16];
     const char *exts[2] = {NULL, NULL};
+    /* PyTorch's ending: TensorBoard's profiler plugin lists only *.pt.trace.json[.gz] */
     if (w->write & TALLY_WRITE_JSON)
-        exts[0] = ".json";
+        exts[0] = ".pt.trace.json";
     if (w->write & TALLY_WRITE_JSON_GZ)
-        exts[1] = ".json.gz";
+        exts[1] = ".pt.trace.json.gz";
     for (int i = 0; i < 2; i++) {
         if (!exts[i])
             continue;
@@ -145,7 +146,7 @@ TALLY_API int tally_default_trace_ready(const tally_window *w, void *user)
         fprintf(stderr, "tally: trace %s (%s)", w->path, size);
         if (exts[0] || exts[1])
             fprintf(stderr, "; Chrome JSON %s%s being written beside it", base,
-                    exts[1] ? ".json.gz" : ".json");
+                    exts[1] ? exts[1] : exts[0]);
         fprintf(stderr, "\ntally: full report: tally report %s\n", w->path);
     }
     errno = saved;

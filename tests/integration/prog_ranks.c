@@ -5,7 +5,7 @@
  * as long (a rank 20 % slower, known by construction). The rank comes from RANK (or the other
  * launchers' variables) as the recorder reads it; settings from TALLY_* variables.
  *
- * usage: RANK=r [PROG_SLOW_RANK=s] prog_ranks
+ * usage: RANK=r [PROG_SLOW_RANK=s] [PROG_START_AT=unix_ns] prog_ranks
  */
 #include <tally.h>
 
@@ -25,16 +25,25 @@ int main(void)
 {
     const char *r = getenv("RANK"), *slow = getenv("PROG_SLOW_RANK");
     double f = r && slow && atoi(r) == atoi(slow) ? 1.2 : 1.0;
+    /* PROG_START_AT (Unix ns): every rank begins its steps then, as a job's ranks leave their
+     * first barrier together, whatever the time their processes took to start */
+    const char *at = getenv("PROG_START_AT");
+    if (at) {
+        long long ns = atoll(at);
+        struct timespec t = {(time_t)(ns / 1000000000), (long)(ns % 1000000000)};
+        while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &t, NULL) != 0) {
+        }
+    }
     if (tally_start(NULL) != 0)
         return 1;
     for (int i = 0; i < 6; i++) {
         TALLY_SCOPE("forward", TALLY_FORWARD)
         {
-            wait_us(20000 * f);
+            wait_us(40000 * f);
         }
         TALLY_SCOPE("allreduce", TALLY_COMMUNICATION)
         {
-            wait_us(5000 * f);
+            wait_us(10000 * f);
         }
         tally_step(1);
     }

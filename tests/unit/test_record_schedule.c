@@ -163,11 +163,33 @@ TEST(single_window_file_name)
     CHECK_EQ_INT(tally_stop(), 0);
     unsetenv("RANK");
     CHECK_EQ_INT(wins.n, 1);
-    char expect[512];
-    snprintf(expect, sizeof expect, "%s/one-3.tally", dir);
+    char expect[1100];
+    /* a process with a rank writes into the rank's folder */
+    snprintf(expect, sizeof expect, "%s/rank3/one-3.tally", dir);
     CHECK_STR(wins.path[0], expect);
     CHECK_EQ_INT(wins.first[0], 1);
     CHECK_EQ_INT(wins.last[0], 2);
+    /* ... unless told not to (TALLY_RANK_DIRS=0), or the folder is that rank's already */
+    static const char *const sub[] = {"", "/rank3"};
+    for (int k = 0; k < 2; k++) {
+        char d[512];
+        snprintf(d, sizeof d, "%s%s", dir, sub[k]);
+        c.output_dir = d;
+        c.name = k ? "three-{rank}" : "two-{rank}";
+        memset(&wins, 0, sizeof wins);
+        setenv("RANK", "3", 1);
+        if (!k)
+            setenv("TALLY_RANK_DIRS", "0", 1);
+        CHECK_EQ_INT(tally_start(&c), 0);
+        for (int i = 0; i < 5; i++)
+            tally_step(0);
+        CHECK_EQ_INT(tally_stop(), 0);
+        unsetenv("RANK");
+        unsetenv("TALLY_RANK_DIRS");
+        snprintf(expect, sizeof expect, "%s/%s-3.tally", d, k ? "three" : "two");
+        CHECK_EQ_INT(wins.n, 1);
+        CHECK_STR(wins.path[0], expect);
+    }
 }
 
 TEST(env_parsing)
