@@ -343,7 +343,7 @@ static void *worker(void *arg)
     }
 }
 
-static void rank_free(tl_rank *r)
+void tl_rank_free(tl_rank *r)
 {
     free(r->path);
     free(r->step_num);
@@ -370,14 +370,80 @@ int tl_job_load(tl_job *job, char *const *paths, size_t n, int threads, int prog
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
         threads = cores > 0 ? (int)cores : 1;
     }
-    if ((size_t)threads > n)
-        threads = (int)n;
-    pool p = {.paths = paths, .n = n, .progress = progress && isatty(2)};
-    p.slots = calloc(n, sizeof *p.slots);
+    /* Job reports (the map step's output) give their ranks' summaries: read here, at once;
+     * traces are read by the pool into the first slots. */
+    char **traces = calloc(n, sizeof *traces);
+    size_t ntr = 0, nslots = 0, cap = n;
+    slot *slots = calloc(cap, sizeof *slots);
+    int rc = 0;
+    if (!traces || !slots) {
+        free(traces);
+        free(slots);
+        tl_error_setc(err, TL_ERR_NOMEM, "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (!tl_job_is_summary(paths[i]))
+            traces[ntr++] = paths[i];
+    nslots = ntr;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        tl_rank *rk;
+        char **nm;
+        size_t nr, nn;
+        if (!tl_job_is_summary(paths[i]))
+            continue;
+        if (tl_job_summary_read(paths[i], &rk, &nr, &nm, &nn, err) != 0) {
+            rc = -1;
+            break;
+        }
+        if (nslots + nr > cap) {
+            slot *ns = realloc(slots, (cap = nslots + nr + cap) * sizeof *ns);
+            if (!ns) {
+                tl_error_setc(err, TL_ERR_NOMEM, "out of memory");
+                rc = -1;
+            } else {
+                slots = ns;
+            }
+        }
+        for (size_t k = 0; k < nr; k++) {
+            if (rc != 0) {
+                tl_rank_free(&rk[k]);
+                continue;
+            }
+            slot *sl = &slots[nslots++];
+            memset(sl, 0, sizeof *sl);
+            tl_strtab_init(&sl->names);
+            sl->r = rk[k];
+            for (size_t c = 0; c < sl->r.ncoll; c++) {
+                const char *x = nm[sl->r.coll[c].name];
+                sl->r.coll[c].name = tl_intern(&sl->names, x, strlen(x));
+            }
+        }
+        free(rk);
+        for (size_t k = 0; k < nn; k++)
+            free(nm[k]);
+        free(nm);
+    }
+    if (rc != 0) {
+        for (size_t i = ntr; i < nslots; i++) {
+            tl_rank_free(&slots[i].r);
+            tl_strtab_free(&slots[i].names);
+        }
+        free(slots);
+        free(traces);
+        return -1;
+    }
+    if ((size_t)threads > ntr)
+        threads = ntr ? (int)ntr : 1;
+    pool p = {.paths = traces, .n = ntr, .slots = slots, .progress = progress && isatty(2)};
     pthread_t *th = calloc((size_t)threads, sizeof *th);
-    if (!p.slots || !th) {
-        free(p.slots);
-        free(th);
+    if (!th) {
+        for (size_t i = ntr; i < nslots; i++) {
+            tl_rank_free(&slots[i].r);
+            tl_strtab_free(&slots[i].names);
+        }
+        free(slots);
+        free(traces);
         tl_error_setc(err, TL_ERR_NOMEM, "out of memory");
         return -1;
     }
@@ -392,11 +458,12 @@ int tl_job_load(tl_job *job, char *const *paths, size_t n, int threads, int prog
         pthread_join(th[i], NULL);
     pthread_mutex_destroy(&p.mu);
     free(th);
-    if (p.progress)
+    if (p.progress && ntr)
         fputc('\n', stderr);
     job->threads = started ? started : 1;
+    free(traces);
+    n = nslots; /* from here on: every rank, read or summarised */
 
-    int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++)
         if (p.slots[i].failed) {
             *err = p.slots[i].err;
@@ -406,7 +473,7 @@ int tl_job_load(tl_job *job, char *const *paths, size_t n, int threads, int prog
     int64_t next = 0;
     for (size_t i = 0; i < n; i++)
         if (p.slots[i].r.rank >= next)
-            next = p.slots[i].r.rank + 1;
+            next = tl_add_sat(p.slots[i].r.rank, 1);
     for (size_t i = 0; i < n; i++)
         if (p.slots[i].r.rank < 0)
             p.slots[i].r.rank = next++;
@@ -428,7 +495,7 @@ int tl_job_load(tl_job *job, char *const *paths, size_t n, int threads, int prog
         if (job->ranks)
             job->ranks[i] = p.slots[i].r;
         else
-            rank_free(&p.slots[i].r);
+            tl_rank_free(&p.slots[i].r);
         tl_strtab_free(&p.slots[i].names);
     }
     free(p.slots);
@@ -460,7 +527,7 @@ int tl_job_load(tl_job *job, char *const *paths, size_t n, int threads, int prog
 void tl_job_free(tl_job *job)
 {
     for (size_t i = 0; i < job->n; i++)
-        rank_free(&job->ranks[i]);
+        tl_rank_free(&job->ranks[i]);
     free(job->ranks);
     for (size_t k = 0; job->names && k < job->nnames; k++)
         free(job->names[k]);
@@ -537,7 +604,7 @@ static int coll_row_cmp(const void *a, const void *b)
 
 static double pct_over(int64_t v, int64_t base)
 {
-    return base > 0 ? 100.0 * (double)(v - base) / (double)base : 0.0;
+    return base > 0 ? 100.0 * (double)tl_sub_sat(v, base) / (double)base : 0.0;
 }
 
 enum { RK_RANK, RK_FILE, RK_STEPS, RK_AVG, RK_MAX, RK_COMP, RK_COMM, RK_EXPOSED, RK_SLOWEST, RK_N };
@@ -618,7 +685,7 @@ tl_table *tl_job_views(const tl_job *job, int top, tl_error *err)
         ncoll += job->ranks[i].ncoll;
     }
     rank_step *pairs = malloc((npairs ? npairs : 1) * sizeof *pairs);
-    int64_t *durs = malloc((job->n ? job->n : 1) * sizeof *durs);
+    int64_t *durs = malloc((npairs ? npairs : 1) * sizeof *durs); /* a rank may repeat a number */
     step_row *steps = malloc((npairs ? npairs : 1) * sizeof *steps);
     coll_at *cat = malloc((ncoll ? ncoll : 1) * sizeof *cat);
     coll_row *crow = malloc((ncoll ? ncoll : 1) * sizeof *crow);
@@ -662,7 +729,7 @@ tl_table *tl_job_views(const tl_job *job, int top, tl_error *err)
         if (r->nranks > 1) {
             size_t ri = rank_index(job, r->slow_rank);
             slowest[ri]++;
-            excess[ri] = tl_add_sat(excess[ri], r->slow - r->median);
+            excess[ri] = tl_add_sat(excess[ri], tl_sub_sat(r->slow, r->median));
         }
         a = b;
     }
@@ -828,7 +895,7 @@ tl_table *tl_job_views(const tl_job *job, int top, tl_error *err)
         int64_t over_sum = 0, med_sum = 0;
         for (size_t q = 0; q < nsteps; q++)
             if (steps[q].nranks > 1 && steps[q].slow_rank == job->ranks[worst].rank) {
-                over_sum = tl_add_sat(over_sum, steps[q].slow - steps[q].median);
+                over_sum = tl_add_sat(over_sum, tl_sub_sat(steps[q].slow, steps[q].median));
                 med_sum = tl_add_sat(med_sum, steps[q].median);
             }
         double pct = med_sum > 0 ? 100.0 * (double)over_sum / (double)med_sum : 0;
@@ -850,7 +917,7 @@ tl_table *tl_job_views(const tl_job *job, int top, tl_error *err)
         int64_t med_step = 0;
         for (size_t q = 0; q < nsteps; q++)
             med_step = steps[q].median > med_step ? steps[q].median : med_step;
-        if (med_step == 0 || r->skew * 100 >= med_step) { /* >= 1% of a step */
+        if (med_step == 0 || r->skew >= med_step / 100) { /* >= 1% of a step */
             int row = tl_table_add_row(fd);
             tl_table_int(fd, row, JF_RANK, ++nf);
             tl_table_strf(fd, row, JF_FINDING, "ranks wait for rank %lld at %s (call %u)",

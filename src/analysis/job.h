@@ -78,6 +78,22 @@ void tl_job_free(tl_job *job);
  * passes 20). NULL with err set when out of memory. */
 tl_table *tl_job_views(const tl_job *job, int top, tl_error *err);
 
+/* Free what a rank holds (its path, steps, collectives). */
+void tl_rank_free(tl_rank *r);
+
+/* ---- map and merge (job_summary.c) ----
+ * A job's JSON report starts with a member "job_summary": every rank's summary, from which
+ * `tally report node0.json node1.json ...` makes the job's tables without the traces. */
+
+/* The summaries of job as JSON text (malloc'd; NULL when out of memory). */
+char *tl_job_summary_json(const tl_job *job);
+/* 1 when path is a JSON job report (its first member is "job_summary"). */
+int tl_job_is_summary(const char *path);
+/* Read the summaries of such a report: *ranks (their collectives' names index *names). 0, or
+ * -1 with err set ("FILE: offset N: expected ..."). */
+int tl_job_summary_read(const char *path, tl_rank **ranks, size_t *nranks, char ***names,
+                        size_t *nnames, tl_error *err);
+
 /* The rank a file name gives ("rank3", "rank-3", "rank_3" in its last two path components, any
  * case), or -1. */
 int64_t tl_rank_from_path(const char *path);

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -52,6 +53,20 @@ int cli_report_job(const char *const *paths, const cli_job *job, int threads)
     tl_out o;
     tl_out_begin(&o, out, (tl_format)job->fmt, (tl_unit)job->unit);
     o.wide = job->wide;
+    /* first: the ranks' summaries, which `tally report node*.json` merges (job_summary.c) */
+    if (job->fmt == TL_FMT_JSON) {
+        char *sum = tl_job_summary_json(&j);
+        if (!sum) {
+            tl_error_setc(&err, TL_ERR_NOMEM, "out of memory");
+            tl_out_abort(&o);
+            status = cli_fail("report", &err);
+            if (out != stdout)
+                fclose(out);
+            goto done;
+        }
+        tl_out_json(&o, "job_summary", sum);
+        free(sum);
+    }
     if (job->fmt == TL_FMT_TEXT)
         tl_out_text(&o, "Job: %zu ranks (%lld..%lld), read with %d thread%s in %.2f s\n", j.n,
                     (long long)j.ranks[0].rank, (long long)j.ranks[j.n - 1].rank, j.threads,

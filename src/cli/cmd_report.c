@@ -10,6 +10,7 @@
  * Exit status: 0; 1 when the file cannot be read or parsed, or the output cannot be written;
  * 2 on a usage error (unknown option, view, sort key, format or unit).
  */
+#include "analysis/job.h"
 #include "cli/commands.h"
 #include "cli/runner.h"
 #include "report/html_report.h"
@@ -161,12 +162,14 @@ static int html_job(struct report_args *a)
     return status;
 }
 
-/* One trace goes on to the runner; a folder or several files are a job. */
+/* One trace goes on to the runner; a folder, several files or a job's JSON report (the merge
+ * of jobs past one machine) are a job. */
 static int takeover(void *state)
 {
     struct report_args *a = state;
     struct stat st;
-    if (!a->paths[1] && !(stat(a->paths[0], &st) == 0 && S_ISDIR(st.st_mode))) {
+    if (!a->paths[1] && !(stat(a->paths[0], &st) == 0 && S_ISDIR(st.st_mode)) &&
+        !tl_job_is_summary(a->paths[0])) {
         a->job.files[0] = a->paths[0];
         return CLI_CONTINUE;
     }

@@ -7,6 +7,8 @@
 #     1b. The same job written exactly as Kineto traces in InternLM's rank{}_dp{}_tp{}_pp{}
 #     folders: rank 2 is named the straggler, 20.0 % over the median, and the last to arrive at
 #     every all_reduce, with the skews the construction gives.
+#     1c. Map and merge: the same job's ranks reported per "node" as JSON, then the node outputs
+#     reported together, give the tables of all ranks read at once.
 #  2. The two ranks of hta_sampled_rank-{0,1} (../shared/traces, skipped when absent): every
 #     rank's step times and communication equal what `tally report FILE` says of that file
 #     alone, and each step's slowest rank and margin follow from those.
@@ -95,6 +97,29 @@ assert [(x["call"], x["start_skew_us"], x["last_rank"]) for x in co] == \
     [(k, (k - 1) * 20000 + 16000, 2) for k in (5, 4, 3, 2, 1)], co
 assert f[1]["finding"] == "ranks wait for rank 2 at nccl:all_reduce (call 5)", f
 PY
+
+# 1c. Past one machine: each "node" reports its own ranks as JSON (the map step), and one
+#     report of those outputs (the merge) equals the report of all ranks read at once, every
+#     table byte for byte; a damaged node output is one line naming the file and the offset.
+mkdir -p "$work/nodes/n0" "$work/nodes/n1" "$work/maps"
+mv "$work/exact/rank0_"* "$work/exact/rank1_"* "$work/nodes/n0/"
+mv "$work/exact/rank2_"* "$work/exact/rank3_"* "$work/nodes/n1/"
+for n in 0 1; do
+  "$TALLY" report "$work/nodes/n$n" --format json -o "$work/maps/node$n.json" || fail "map $n failed"
+done
+"$TALLY" report "$work/maps/node0.json" "$work/maps/node1.json" --format json \
+  -o "$work/merged.json" || fail "the merge failed"
+"$TALLY" report "$work/nodes" --format json -o "$work/all.json" || fail "report of all failed"
+cmp -s "$work/merged.json" "$work/all.json" || fail "the merge differs from reading all ranks"
+"$TALLY" report "$work/maps" --format csv -o "$work/merged.csv" || fail "merge of a folder failed"
+"$TALLY" report "$work/nodes" --format csv -o "$work/all.csv" || fail "csv of all failed"
+cmp -s "$work/merged.csv" "$work/all.csv" || fail "the csv of the merge differs"
+head -c 300 "$work/maps/node0.json" >"$work/cut.json"
+if "$TALLY" report "$work/cut.json" "$work/maps/node1.json" 2>"$work/err"; then
+  fail "a cut node output is no error"
+fi
+[ "$(wc -l <"$work/err")" = 1 ] && grep -q "cut.json: offset [0-9]*: expected" "$work/err" ||
+  fail "cut node output: $(cat "$work/err")"
 
 # 2. the shared two ranks
 traces=${SHARED:-$(dirname "$0")/../../../shared}/traces

@@ -42,9 +42,10 @@ within("reader max", row["reader_cost"][1], max(e["dataloader"][0] for e in exp)
        max(e["dataloader"][1] for e in exp))
 PY
 # the program asked for JSON: a detached `tally export` writes it (whole, renamed into place)
-for _ in $(seq 1 200); do [ -s "$work/phases.json" ] && break; sleep 0.05; done
-[ -s "$work/phases.json" ] || { echo "phases.json was not written"; ls -la "$work"; exit 1; }
-python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["traceEvents"]' "$work/phases.json"
+for _ in $(seq 1 200); do [ -s "$work/phases.pt.trace.json" ] && break; sleep 0.05; done
+[ -s "$work/phases.pt.trace.json" ] ||
+  { echo "phases.pt.trace.json was not written"; ls -la "$work"; exit 1; }
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["traceEvents"]' "$work/phases.pt.trace.json"
 
 "$TALLY" report "$trace" --views overview,model,perf,ranges --format json >"$work/r.json"
 python3 - "$work/r.json" "$work/expected.json" <<'PY'
