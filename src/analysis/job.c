@@ -175,6 +175,13 @@ int64_t tl_rank_from_path(const char *path)
     return rank_in(dir, (size_t)(end - dir));
 }
 
+int64_t tl_job_trace_rank(const tl_trace *t, const char *path, const char **from)
+{
+    int64_t r = t->rank >= 0 ? t->rank : tl_rank_from_path(path);
+    *from = t->rank >= 0 ? "trace" : r >= 0 ? "file name" : "order";
+    return r;
+}
+
 /* ---- one rank's summary --------------------------------------------------------------------- */
 
 static int is_host_collective(const tl_trace *t, const tl_event *e)
@@ -311,17 +318,7 @@ static void read_one(pool *p, size_t i)
         s->failed = 1;
     }
     s->r.path = strdup(p->paths[i]);
-    int64_t from_path = tl_rank_from_path(p->paths[i]);
-    if (t.rank >= 0) {
-        s->r.rank = t.rank;
-        s->r.rank_from = "trace";
-    } else if (from_path >= 0) {
-        s->r.rank = from_path;
-        s->r.rank_from = "file name";
-    } else {
-        s->r.rank = -1; /* by order, once all are read */
-        s->r.rank_from = "order";
-    }
+    s->r.rank = tl_job_trace_rank(&t, p->paths[i], &s->r.rank_from); /* -1: by order, later */
     tl_trace_free(&t);
 }
 

@@ -94,6 +94,11 @@ int tl_job_is_summary(const char *path);
 int tl_job_summary_read(const char *path, tl_rank **ranks, size_t *nranks, char ***names,
                         size_t *nnames, tl_error *err);
 
+/* The rank of trace t read from path: the one it carries, else the one its path gives, else -1
+ * (the caller numbers those after the others, in file order); *from says which ("trace",
+ * "file name", "order"). */
+int64_t tl_job_trace_rank(const tl_trace *t, const char *path, const char **from);
+
 /* The rank a file name gives ("rank3", "rank-3", "rank_3" in its last two path components, any
  * case), or -1. */
 int64_t tl_rank_from_path(const char *path);

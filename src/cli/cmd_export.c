@@ -18,6 +18,7 @@
  * Exit status: 0; 1 when the input cannot be read or the output cannot be written; 2 on a
  * usage error.
  */
+#include "analysis/job.h"
 #include "cli/commands.h"
 #include "cli/runner.h"
 #include "report/sqlite_export.h"
@@ -25,13 +26,15 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 /* The state of one invocation. */
 struct export_args {
-    const char *in;
+    const char *in[CLI_JOB_MAX_ARGS + 1]; /* the input; a job's inputs (NULL after the last) */
     const char *out;
     int background;
     int format; /* EXPORT_*; -1: chosen by OUT's ending */
@@ -55,13 +58,15 @@ static const cli_option options[] = {
 
 static const cli_command command = {
     .verb = "export",
-    .operands = "FILE",
+    .operands = "FILE [FILE...]",
     .what = "an input file",
     .operands_off = offsetof(CLI_STATE, in),
+    .operands_max = CLI_JOB_MAX_ARGS,
     .about = "Write a trace (.tally, PyTorch or Paddle JSON, Chrome trace, .json.gz) as Chrome\n"
              "trace JSON following PyTorch's conventions, or as a SQLite database to query\n"
              "(tally export FILE -o OUT.sqlite: ranges, kernels, copies, memory, steps and the\n"
-             "views kernel_summary, ops_summary, step_times).",
+             "views kernel_summary, ops_summary, step_times). A folder of ranks, or several\n"
+             "files, go into one database with a rank column: tally export DIR -o job.sqlite.",
     CLI_TABLE,
 };
 
@@ -130,6 +135,78 @@ static int export_sqlite(const char *in, const char *out, size_t *nev)
     return status;
 }
 
+/* A job (a folder of ranks, or several traces) into one database, each trace under its rank as
+ * `tally report DIR` numbers them (analysis/job.h): the ranks a trace or its path names first,
+ * then the others in file order. The traces are read one after another. */
+static int export_job(const char *const *args, const char *out)
+{
+    const char *verb = command.verb;
+    tl_error err = {{0}};
+    int nargs = 0;
+    while (args[nargs])
+        nargs++;
+    char **files = NULL;
+    size_t n = 0;
+    if (tl_job_paths(args, nargs, &files, &n, &err) != 0)
+        return cli_fail(verb, &err);
+    int64_t *ranks = calloc(n, sizeof *ranks);
+    tl_sqlite *db = ranks ? tl_sqlite_open(out, &err) : NULL;
+    int status = 0;
+    if (!ranks)
+        tl_error_setc(&err, TL_ERR_NOMEM, "out of memory");
+    int64_t next = 0;
+    /* pass 0: the traces whose rank is known; pass 1: the rest, numbered after them */
+    for (int pass = 0; db && status == 0 && pass < 2; pass++)
+        for (size_t i = 0; i < n && status == 0; i++) {
+            if (pass == 1 && ranks[i] >= 0)
+                continue;
+            if (tl_job_is_summary(files[i])) {
+                tl_error_setc(&err, TL_ERR_USAGE,
+                              "%s is a job report (ranks' summaries), not a trace: export the "
+                              "traces",
+                              files[i]);
+                status = -1;
+                break;
+            }
+            tl_trace t;
+            tl_trace_init(&t);
+            t.keep_raw = 1;
+            if ((status = cli_load(verb, &t, files[i], 1)) != 0) {
+                tl_trace_free(&t);
+                break;
+            }
+            const char *from;
+            int64_t r = tl_job_trace_rank(&t, files[i], &from);
+            if (pass == 0)
+                ranks[i] = r;
+            if (pass == 1)
+                r = ranks[i] = next;
+            if (r >= 0) {
+                for (size_t k = 0; k < n && status == 0; k++)
+                    if (k != i && ranks[k] == r && (k < i || pass == 1)) {
+                        tl_error_setc(&err, TL_ERR_INPUT, "two traces of rank %lld: %s and %s",
+                                      (long long)r, files[k], files[i]);
+                        status = -1;
+                    }
+                if (status == 0 && tl_sqlite_add_trace(db, &t, r, &err) != 0)
+                    status = -1;
+                if (r >= next)
+                    next = r + 1;
+            }
+            tl_trace_free(&t);
+        }
+    if (status > 0) { /* cli_load printed its error */
+        tl_sqlite_close(db, &err);
+    } else if (!db || tl_sqlite_close(db, &err) != 0 || status != 0) {
+        status = cli_fail(verb, &err);
+    } else {
+        fprintf(stderr, "tally export: %zu ranks written to %s\n", n, out);
+    }
+    free(ranks);
+    tl_job_paths_free(files, n);
+    return status;
+}
+
 int cmd_export(int argc, char **argv)
 {
     struct export_args a = {.format = -1};
@@ -140,14 +217,23 @@ int cmd_export(int argc, char **argv)
         a.format = a.out && (ends_with(a.out, ".sqlite") || ends_with(a.out, ".db"))
                        ? EXPORT_SQLITE
                        : EXPORT_CHROME;
+    struct stat st;
+    if (a.in[1] || (stat(a.in[0], &st) == 0 && S_ISDIR(st.st_mode))) {
+        if (!a.out || a.format != EXPORT_SQLITE) {
+            fprintf(stderr, "tally export: a folder of ranks or several traces go into one SQLite "
+                            "database: give -o JOB.sqlite\n");
+            return 2;
+        }
+        return export_job(a.in, a.out);
+    }
     char out[4096];
     if (!a.out) {
-        if (!strcmp(a.in, "-")) {
+        if (!strcmp(a.in[0], "-")) {
             fprintf(stderr, "tally export: -o OUT is required when reading standard input\n");
             return 2;
         }
-        if (default_output(a.in, a.format, out, sizeof out) != 0) {
-            fprintf(stderr, "tally export: %s: the name is too long; give -o OUT\n", a.in);
+        if (default_output(a.in[0], a.format, out, sizeof out) != 0) {
+            fprintf(stderr, "tally export: %s: the name is too long; give -o OUT\n", a.in[0]);
             return 2;
         }
         a.out = out;
@@ -171,12 +257,13 @@ int cmd_export(int argc, char **argv)
     int status;
     size_t nev = 0;
     if (a.format == EXPORT_SQLITE) {
-        status = export_sqlite(a.in, a.out, &nev);
-    } else if (tl_is_tally_file(a.in)) { /* streamed in bounded memory, no trace model */
+        status = export_sqlite(a.in[0], a.out, &nev);
+    } else if (tl_is_tally_file(a.in[0])) { /* streamed in bounded memory, no trace model */
         tl_error err = {{0}};
-        status = tl_tally_export(a.in, a.out, &nev, &err) != 0 ? cli_fail(command.verb, &err) : 0;
+        status =
+            tl_tally_export(a.in[0], a.out, &nev, &err) != 0 ? cli_fail(command.verb, &err) : 0;
     } else {
-        status = cli_load(command.verb, &t, a.in, 1);
+        status = cli_load(command.verb, &t, a.in[0], 1);
         if (status == 0)
             status = cli_write_chrome(command.verb, &t, a.out);
         nev = t.nev;

@@ -8,7 +8,8 @@
 #     folders: rank 2 is named the straggler, 20.0 % over the median, and the last to arrive at
 #     every all_reduce, with the skews the construction gives.
 #     1c. Map and merge: the same job's ranks reported per "node" as JSON, then the node outputs
-#     reported together, give the tables of all ranks read at once.
+#     reported together, give the tables of all ranks read at once. 1d: the job exported to one
+#     SQLite database (`tally export DIR -o job.sqlite`) holds the same steps per rank.
 #  2. The two ranks of hta_sampled_rank-{0,1} (../shared/traces, skipped when absent): every
 #     rank's step times and communication equal what `tally report FILE` says of that file
 #     alone, and each step's slowest rank and margin follow from those.
@@ -120,6 +121,22 @@ if "$TALLY" report "$work/cut.json" "$work/maps/node1.json" 2>"$work/err"; then
 fi
 [ "$(wc -l <"$work/err")" = 1 ] && grep -q "cut.json: offset [0-9]*: expected" "$work/err" ||
   fail "cut node output: $(cat "$work/err")"
+
+# 1d. The same job into one database: `tally export DIR -o job.sqlite`, a rank column in every
+#     table; its steps per rank are the job report's.
+"$TALLY" export "$work/nodes" -o "$work/job.sqlite" 2>/dev/null || fail "export of the job failed"
+python3 - "$work/job.sqlite" "$work/all.json" <<'PY' || fail "the job's database is wrong"
+import json, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+rep = json.load(open(sys.argv[2]))
+got = sorted(db.execute("SELECT rank, number, duration FROM steps").fetchall())
+want = sorted((x["rank"], x["step"], round(x["step_us"] * 1000)) for x in rep["rank_steps"]["rows"])
+assert got == want, (got, want)
+assert db.execute("SELECT DISTINCT rank FROM ranges ORDER BY rank").fetchall() == \
+    [(0,), (1,), (2,), (3,)]
+PY
+if "$TALLY" export "$work/nodes" 2>"$work/err"; then fail "a folder without -o OUT.sqlite"; fi
+grep -q "give -o JOB.sqlite" "$work/err" || fail "export of a folder: $(cat "$work/err")"
 
 # 2. the shared two ranks
 traces=${SHARED:-$(dirname "$0")/../../../shared}/traces
