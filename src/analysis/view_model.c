@@ -19,6 +19,7 @@
  *
  * Steps are those of steps.h; without steps the whole trace is one pseudo-step.
  *
+ * Which ranges are phases is tl_phases_find (declared in views.h, shared with the HTML timeline).
  * PyTorch's traces mark no phase; there the phases are PyTorch's own ranges (torch_phase):
  * autograd's evaluate_function ranges (or, in PyTorch 1.x, the autograd nodes themselves) are
  * Backward; module ranges (nn.Module: ..., DistributedDataParallel.forward) are Forward, and
@@ -33,24 +34,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { PH_DATALOADER, PH_FORWARD, PH_BACKWARD, PH_OPTIMIZER, PH_N };
+const tl_cat tl_phase_cats[TL_NPHASES] = {TL_CAT_DATALOADER, TL_CAT_FORWARD, TL_CAT_BACKWARD,
+                                          TL_CAT_OPTIMIZER};
 
-static const char *const phase_names[PH_N] = {"Dataloader", "Forward", "Backward", "Optimization"};
+/* The phases as indexes of tl_phase_cats (and of the per-phase arrays below). */
+enum { PH_DATALOADER, PH_FORWARD, PH_BACKWARD, PH_OPTIMIZER, PH_N = TL_NPHASES };
 
-static int phase_index(tl_cat c)
+int tl_phase_index(tl_cat c)
 {
-    switch (c) {
-    case TL_CAT_DATALOADER:
-        return PH_DATALOADER;
-    case TL_CAT_FORWARD:
-        return PH_FORWARD;
-    case TL_CAT_BACKWARD:
-        return PH_BACKWARD;
-    case TL_CAT_OPTIMIZER:
-        return PH_OPTIMIZER;
-    default:
-        return -1;
-    }
+    for (int p = 0; p < PH_N; p++)
+        if (tl_phase_cats[p] == c)
+            return p;
+    return -1;
 }
 
 static int has_prefix(const char *s, const char *p)
@@ -106,26 +101,99 @@ typedef struct step {
     tl_ivset cover;    /* phase pieces, for Other */
 } step;
 
-/* An outermost phase range: its event, its CPU time within the steps, the kernel time it
- * launched. */
-typedef struct item {
-    int32_t ev;
-    int32_t phase; /* PH_* */
-    int64_t cpu, gpu;
-} item;
-
-static int add_item(item **it, size_t *nit, size_t *cap, int32_t ev, int phase)
+static int add_range(tl_phases *ph, size_t *cap, int32_t ev, int phase)
 {
-    if (*nit == *cap) {
+    if (ph->n == *cap) {
         size_t nc = *cap ? *cap * 2 : 256;
-        item *ni = realloc(*it, nc * sizeof *ni);
-        if (!ni)
+        tl_phase_range *nv = realloc(ph->v, nc * sizeof *nv);
+        if (!nv)
             return -1;
-        *it = ni;
+        ph->v = nv;
         *cap = nc;
     }
-    (*it)[(*nit)++] = (item){ev, phase, 0, 0};
+    ph->v[ph->n++] = (tl_phase_range){ev, phase};
     return 0;
+}
+
+void tl_phases_free(tl_phases *ph)
+{
+    free(ph->v);
+    free(ph->outer);
+    memset(ph, 0, sizeof *ph);
+}
+
+int tl_phases_find(const tl_trace *t, const tl_steps *steps, tl_phases *ph)
+{
+    memset(ph, 0, sizeof *ph);
+    size_t cap = 0;
+    int32_t *outer = ph->outer = tl_big_alloc((t->nev ? t->nev : 1) * sizeof *outer);
+    if (!outer)
+        return -1;
+    /* Events are sorted so that a parent precedes its children. */
+    int torch = is_torch(t), any_forward = 0;
+    for (size_t i = 0; i < t->nev; i++) {
+        const tl_event *e = &t->ev[i];
+        outer[i] = -1;
+        if (tl_cat_is_device((tl_cat)e->cat))
+            continue;
+        if (e->parent != TL_NONE && e->parent < (int32_t)i && outer[e->parent] >= 0) {
+            outer[i] = outer[e->parent];
+        } else if (e->dur > 0) {
+            int p = tl_phase_index((tl_cat)e->cat);
+            if (p < 0 && torch)
+                p = torch_phase(t, e);
+            if (p < 0)
+                continue;
+            if (add_range(ph, &cap, (int32_t)i, p) != 0)
+                goto oom;
+            outer[i] = (int32_t)(ph->n - 1);
+            any_forward |= p == PH_FORWARD;
+        }
+    }
+    if (!torch || any_forward || steps->pseudo)
+        return 0;
+    /* PyTorch without module ranges: the forward is what the step's thread runs at its top level
+     * before the step's backward begins (the whole step when it has no backward). */
+    int nst = steps->n;
+    int64_t *bwd = malloc((nst ? (size_t)nst : 1) * sizeof *bwd);
+    if (!bwd)
+        goto oom;
+    for (int k = 0; k < nst; k++)
+        bwd[k] = steps->v[k].e;
+    for (size_t q = 0; q < ph->n; q++) {
+        const tl_event *e = &t->ev[ph->v[q].ev];
+        int k = tl_steps_at(steps, e->ts);
+        if (ph->v[q].phase == PH_BACKWARD && k >= 0 && e->ts < bwd[k])
+            bwd[k] = e->ts;
+    }
+    size_t n0 = ph->n;
+    for (int k = 0; k < nst; k++) {
+        int32_t sev = steps->v[k].ev;
+        for (size_t i = (size_t)sev + 1;
+             i < t->nev && t->ev[i].track == t->ev[sev].track && t->ev[i].ts < steps->v[k].e; i++) {
+            const tl_event *e = &t->ev[i];
+            if (e->parent != sev || outer[i] >= 0 || e->dur <= 0 ||
+                (e->cat != TL_CAT_OPERATOR && e->cat != TL_CAT_USER) || e->ts + e->dur > bwd[k])
+                continue;
+            if (add_range(ph, &cap, (int32_t)i, PH_FORWARD) != 0) {
+                free(bwd);
+                goto oom;
+            }
+            outer[i] = (int32_t)(ph->n - 1);
+        }
+    }
+    free(bwd);
+    if (ph->n > n0) /* what the new forward ranges hold belongs to them */
+        for (size_t i = 0; i < t->nev; i++) {
+            const tl_event *e = &t->ev[i];
+            if (outer[i] < 0 && e->parent != TL_NONE && e->parent < (int32_t)i &&
+                outer[e->parent] >= 0 && !tl_cat_is_device((tl_cat)e->cat))
+                outer[i] = outer[e->parent];
+        }
+    return 0;
+oom:
+    tl_phases_free(ph);
+    return -1;
 }
 
 typedef struct phase_stat {
@@ -223,9 +291,8 @@ tl_table *tl_view_model(const tl_trace *t, const tl_view_opts *o, tl_error *err)
 {
     (void)o;
     tl_table *tab = NULL;
-    int32_t *outer = NULL; /* the item of the outermost phase range around the event, -1 */
-    item *it = NULL;       /* the outermost phase ranges, in event order */
-    size_t nit = 0, capit = 0;
+    tl_phases ph = {0};
+    int64_t *icpu = NULL, *igpu = NULL; /* per phase range: CPU time in the steps, kernel time */
     step *st = NULL;
     int nst = 0;
     tl_steps steps = {0};
@@ -236,84 +303,29 @@ tl_table *tl_view_model(const tl_trace *t, const tl_view_opts *o, tl_error *err)
     int pseudo = steps.pseudo;
     nst = steps.n;
     st = calloc(nst ? (size_t)nst : 1, sizeof *st);
-    outer = tl_big_alloc((t->nev ? t->nev : 1) * sizeof *outer);
-    if (!st || !outer)
+    if (!st || tl_phases_find(t, &steps, &ph) != 0)
         goto oom;
     for (int k = 0; k < nst; k++) {
         st[k].s = steps.v[k].s;
         st[k].e = steps.v[k].e;
         st[k].name = steps.v[k].name;
     }
-
-    /* Outermost phase ranges: events are sorted so that a parent precedes its children. */
-    int have_kernels = 0, torch = is_torch(t), any_forward = 0;
-    for (size_t i = 0; i < t->nev; i++) {
-        const tl_event *e = &t->ev[i];
-        outer[i] = -1;
-        if (e->cat == TL_CAT_KERNEL)
-            have_kernels = 1;
-        if (tl_cat_is_device((tl_cat)e->cat))
-            continue;
-        if (e->parent != TL_NONE && e->parent < (int32_t)i && outer[e->parent] >= 0) {
-            outer[i] = outer[e->parent];
-        } else if (e->dur > 0) {
-            int p = phase_index((tl_cat)e->cat);
-            if (p < 0 && torch)
-                p = torch_phase(t, e);
-            if (p < 0)
-                continue;
-            if (add_item(&it, &nit, &capit, (int32_t)i, p) != 0)
-                goto oom;
-            outer[i] = (int32_t)(nit - 1);
-            any_forward |= p == PH_FORWARD;
-        }
-    }
-    /* PyTorch without module ranges: the forward is what the step's thread runs at its top level
-     * before the step's backward begins (the whole step when it has no backward). */
-    if (torch && !any_forward && !pseudo) {
-        int64_t *bwd = malloc((size_t)nst * sizeof *bwd);
-        if (!bwd)
-            goto oom;
-        for (int k = 0; k < nst; k++)
-            bwd[k] = st[k].e;
-        for (size_t q = 0; q < nit; q++) {
-            const tl_event *e = &t->ev[it[q].ev];
-            int k = tl_steps_at(&steps, e->ts);
-            if (it[q].phase == PH_BACKWARD && k >= 0 && e->ts < bwd[k])
-                bwd[k] = e->ts;
-        }
-        size_t nit0 = nit;
-        for (int k = 0; k < nst; k++) {
-            int32_t sev = steps.v[k].ev;
-            for (size_t i = (size_t)sev + 1;
-                 i < t->nev && t->ev[i].track == t->ev[sev].track && t->ev[i].ts < st[k].e; i++) {
-                const tl_event *e = &t->ev[i];
-                if (e->parent != sev || outer[i] >= 0 || e->dur <= 0 ||
-                    (e->cat != TL_CAT_OPERATOR && e->cat != TL_CAT_USER) || e->ts + e->dur > bwd[k])
-                    continue;
-                if (add_item(&it, &nit, &capit, (int32_t)i, PH_FORWARD) != 0) {
-                    free(bwd);
-                    goto oom;
-                }
-                outer[i] = (int32_t)(nit - 1);
-            }
-        }
-        free(bwd);
-        if (nit > nit0) /* what the new forward ranges hold belongs to them */
-            for (size_t i = 0; i < t->nev; i++) {
-                const tl_event *e = &t->ev[i];
-                if (outer[i] < 0 && e->parent != TL_NONE && e->parent < (int32_t)i &&
-                    outer[e->parent] >= 0 && !tl_cat_is_device((tl_cat)e->cat))
-                    outer[i] = outer[e->parent];
-            }
-    }
+    const int32_t *outer = ph.outer;
+    size_t nit = ph.n;
+    icpu = calloc(nit ? nit : 1, sizeof *icpu);
+    igpu = calloc(nit ? nit : 1, sizeof *igpu);
+    if (!icpu || !igpu)
+        goto oom;
+    int have_kernels = 0;
+    for (size_t i = 0; i < t->nev && !have_kernels; i++)
+        have_kernels = t->ev[i].cat == TL_CAT_KERNEL;
 
     /* Cut each phase range at step boundaries. */
     phase_stat ps[PH_N];
     memset(ps, 0, sizeof ps);
     for (size_t q = 0; q < nit; q++) {
-        const tl_event *e = &t->ev[it[q].ev];
-        int p = it[q].phase;
+        const tl_event *e = &t->ev[ph.v[q].ev];
+        int p = ph.v[q].phase;
         int64_t s = e->ts, end = e->ts + e->dur, in = 0;
         for (int k = tl_steps_from(&steps, s); k < nst; k++) {
             if (st[k].e <= s)
@@ -325,7 +337,7 @@ tl_table *tl_view_model(const tl_trace *t, const tl_view_opts *o, tl_error *err)
             tl_ivset_extend(&st[k].cover, a, b);
             in = tl_add_sat(in, b - a);
         }
-        it[q].cpu = in;
+        icpu[q] = in;
         if (in > 0) {
             ps[p].calls++;
             stat_add(&ps[p].total, &ps[p].max, &ps[p].min, ps[p].calls, in);
@@ -347,18 +359,18 @@ tl_table *tl_view_model(const tl_trace *t, const tl_view_opts *o, tl_error *err)
             continue;
         st[k].gpu_all = tl_add_sat(st[k].gpu_all, e->dur);
         int32_t q = outer[e->link];
-        if (q >= 0 && it[q].cpu > 0) {
-            st[k].gpu[it[q].phase] = tl_add_sat(st[k].gpu[it[q].phase], e->dur);
-            it[q].gpu = tl_add_sat(it[q].gpu, e->dur);
+        if (q >= 0 && icpu[q] > 0) {
+            st[k].gpu[ph.v[q].phase] = tl_add_sat(st[k].gpu[ph.v[q].phase], e->dur);
+            igpu[q] = tl_add_sat(igpu[q], e->dur);
         }
     }
     int64_t gcount[PH_N] = {0};
     for (size_t q = 0; q < nit && have_kernels; q++) {
-        if (it[q].cpu <= 0)
+        if (icpu[q] <= 0)
             continue;
-        int p = it[q].phase;
+        int p = ph.v[q].phase;
         gcount[p]++;
-        stat_add(&ps[p].gpu_total, &ps[p].gpu_max, &ps[p].gpu_min, gcount[p], it[q].gpu);
+        stat_add(&ps[p].gpu_total, &ps[p].gpu_max, &ps[p].gpu_min, gcount[p], igpu[q]);
     }
 
     /* Step totals and Other. */
@@ -394,7 +406,8 @@ tl_table *tl_view_model(const tl_trace *t, const tl_view_opts *o, tl_error *err)
     summary_row(tab, pseudo ? "Whole trace" : "ProfileStep", 0, &step_ps, window, step_ps.gpu_total,
                 have_kernels, 1);
     for (int p = 0; p < PH_N; p++)
-        summary_row(tab, phase_names[p], 1, &ps[p], window, step_ps.gpu_total, have_kernels, 1);
+        summary_row(tab, tl_cat_name(tl_phase_cats[p]), 1, &ps[p], window, step_ps.gpu_total,
+                    have_kernels, 1);
     summary_row(tab, "Other", 1, &other_ps, window, step_ps.gpu_total, have_kernels, 0);
     if (pseudo)
         tl_table_note(tab, "No steps in this trace: the whole trace is taken as one step.");
@@ -465,8 +478,9 @@ tl_table *tl_view_model(const tl_trace *t, const tl_view_opts *o, tl_error *err)
     for (int k = 0; k < nst; k++)
         tl_ivset_free(&st[k].cover);
     free(st);
-    free(outer);
-    free(it);
+    tl_phases_free(&ph);
+    free(icpu);
+    free(igpu);
     tl_steps_free(&steps);
     return tab;
 oom:
@@ -474,8 +488,9 @@ oom:
         for (int k = 0; k < nst; k++)
             tl_ivset_free(&st[k].cover);
     free(st);
-    free(outer);
-    free(it);
+    tl_phases_free(&ph);
+    free(icpu);
+    free(igpu);
     tl_steps_free(&steps);
     tl_table_free(tab);
     tl_error_setc(err, TL_ERR_NOMEM, "model: out of memory");

@@ -37,32 +37,6 @@ static const tl_col dev_cols[OV_NCOLS] = {
     [OV_RATIO] = {"Ratio", "ratio_pct", TL_COL_PCT, 0},
 };
 
-/* Host categories in the order the phases are listed; the rest are sorted by time. */
-static const tl_cat phases[] = {TL_CAT_DATALOADER, TL_CAT_FORWARD, TL_CAT_BACKWARD,
-                                TL_CAT_OPTIMIZER};
-
-static const char *host_type_name(tl_cat c)
-{
-    switch (c) {
-    case TL_CAT_STEP:
-        return "ProfileStep";
-    case TL_CAT_USER:
-        return "UserDefined";
-    case TL_CAT_DATALOADER:
-        return "Dataloader";
-    case TL_CAT_FORWARD:
-        return "Forward";
-    case TL_CAT_BACKWARD:
-        return "Backward";
-    case TL_CAT_OPTIMIZER:
-        return "Optimization";
-    case TL_CAT_RUNTIME:
-        return "CudaRuntime";
-    default:
-        return tl_cat_name(c);
-    }
-}
-
 /* Host categories that carry time on a thread. Instants, counters, memory records and the
  * profiler's own overhead are not "event types" of the program. */
 static int host_timed(tl_cat c)
@@ -202,13 +176,13 @@ tl_table *tl_view_overview(const tl_trace *t, const tl_view_opts *o, tl_error *e
 
     /* ProfileStep, then the phases and Other indented under it, then every other type by time. */
     if (w.nsteps)
-        add_row(tab, host_type_name(TL_CAT_STEP), 0, w.nsteps, w.total, w.total);
+        add_row(tab, tl_cat_name(TL_CAT_STEP), 0, w.nsteps, w.total, w.total);
     tl_ivset phase_union = {0};
-    for (size_t p = 0; p < sizeof phases / sizeof *phases; p++) {
-        tl_cat c = phases[p];
+    for (int p = 0; p < TL_NPHASES; p++) { /* in the views' order (view_model.c) */
+        tl_cat c = tl_phase_cats[p];
         if (!host[c].calls)
             continue;
-        add_row(tab, host_type_name(c), w.nsteps ? 1 : 0, host[c].calls, htime[c], w.total);
+        add_row(tab, tl_cat_name(c), w.nsteps ? 1 : 0, host[c].calls, htime[c], w.total);
         tl_ivset tmp = {0};
         tl_ivset_union(&phase_union, &host[c].iv, &tmp);
         tl_ivset_free(&phase_union);
@@ -222,17 +196,16 @@ tl_table *tl_view_overview(const tl_trace *t, const tl_view_opts *o, tl_error *e
     tl_ivset_free(&phase_union);
     int from = tab->nrows;
     for (int c = 0; c < TL_CAT_COUNT; c++) {
-        if (c == TL_CAT_STEP || c == TL_CAT_DATALOADER || c == TL_CAT_FORWARD ||
-            c == TL_CAT_BACKWARD || c == TL_CAT_OPTIMIZER || !host[c].calls)
+        if (c == TL_CAT_STEP || tl_phase_index((tl_cat)c) >= 0 || !host[c].calls)
             continue;
-        add_row(tab, host_type_name((tl_cat)c), 0, host[c].calls, htime[c], w.total);
+        add_row(tab, tl_cat_name((tl_cat)c), 0, host[c].calls, htime[c], w.total);
     }
     tl_table_sort(tab, OV_TIME, 1, from);
     if (w.nsteps)
         tl_table_note(tab,
                       "Time per type is the union of its intervals within the %d step(s) "
                       "(%s is the step time the ratios are taken against).",
-                      w.nsteps, host_type_name(TL_CAT_STEP));
+                      w.nsteps, tl_cat_name(TL_CAT_STEP));
     else
         tl_table_note(tab, "No steps in this trace: ratios are taken against the whole trace.");
     if (any_phase && w.nsteps)

@@ -51,6 +51,41 @@ tl_table *tl_view_perf(const tl_trace *t, const tl_view_opts *o, tl_error *err);
  * view_breakdown.c */
 tl_table *tl_view_breakdown(const tl_trace *t, const tl_view_opts *o, tl_error *err);
 
+/* ---- training phases (the Model view's rules, view_model.c) ------------------------------ */
+
+/* The phases, in the order the views list them, as their categories: Dataloader, Forward,
+ * Backward, Optimization (tl_cat_name gives each one's name). */
+#define TL_NPHASES 4
+extern const tl_cat tl_phase_cats[TL_NPHASES];
+
+/* The index in tl_phase_cats of a phase category, or -1. */
+int tl_phase_index(tl_cat c);
+
+/* The outermost phase ranges of a trace, as the Model view counts them: ranges of a phase
+ * category, and on PyTorch's traces (which mark no phase) PyTorch's own ranges — autograd's
+ * evaluate_function ranges (or 1.x's autograd nodes) are Backward, module ranges Forward, and
+ * without module ranges the step thread's top-level operators that end before the step's
+ * backward begins are Forward; the reader files Optimizer.step# and enumerate(DataLoader)#
+ * ranges as Optimization and Dataloader. A range inside another phase range is part of it. */
+typedef struct tl_phase_range {
+    int32_t ev;    /* the range's event (dur > 0, a host event) */
+    int32_t phase; /* index in tl_phase_cats */
+} tl_phase_range;
+
+typedef struct tl_phases {
+    tl_phase_range *v; /* in event order */
+    size_t n;
+    int32_t *outer; /* per event: the index in v of the outermost phase range that holds it (or
+                       is it), -1 for none and for device events */
+} tl_phases;
+
+/* Find the phase ranges of t (finished) in its steps (steps.h; the step-less pseudo-step has
+ * no forward of top-level operators). 0, or -1 when out of memory (out is then empty). Free
+ * with tl_phases_free. */
+struct tl_steps;
+int tl_phases_find(const tl_trace *t, const struct tl_steps *steps, tl_phases *out);
+void tl_phases_free(tl_phases *ph);
+
 /* ---- views reserved for other helpers (each in its own file) ----------------------------- */
 
 /* Device summary: per device/stream utilization, kernel/copy time. view_device.c */

@@ -13,15 +13,17 @@
  * string, where that escape means the same character.
  *
  * The timeline: times relative to the first step's start, in microseconds. Lanes: the steps;
- * per host thread, the outermost phase ranges (Dataloader, Forward, Backward, Optimization:
- * the categories of tally's own traces); per device stream, its busy time (kernels, copies,
- * memsets merged, gaps shorter than 1/4000 of the window merged too, so that a lane has a few
- * thousand segments at most). The window is the steps, extended to the end of the device work
+ * per host thread, the outermost phase ranges (Dataloader, Forward, Backward, Optimization, as
+ * the Model view finds them: tl_phases_find, which knows PyTorch's ranges too); per device
+ * stream, its busy time (kernels, copies, memsets). Neighbouring pieces of one phase, and of a
+ * stream's busy time, closer than 1/4000 of the window are merged, so that a lane has a few
+ * thousand segments at most. The window is the steps, extended to the end of the device work
  * that starts in them.
  */
 #include "report/html_report.h"
 
 #include "analysis/steps.h"
+#include "analysis/views.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -61,26 +63,6 @@ static FILE *esc_open(FILE *f)
 }
 
 /* ---- the timeline ----------------------------------------------------------------------- */
-
-static int is_phase(uint16_t cat)
-{
-    return cat == TL_CAT_DATALOADER || cat == TL_CAT_FORWARD || cat == TL_CAT_BACKWARD ||
-           cat == TL_CAT_OPTIMIZER;
-}
-
-static const char *phase_name(uint16_t cat)
-{
-    switch (cat) {
-    case TL_CAT_DATALOADER:
-        return "Dataloader";
-    case TL_CAT_FORWARD:
-        return "Forward";
-    case TL_CAT_BACKWARD:
-        return "Backward";
-    default:
-        return "Optimization";
-    }
-}
 
 static int is_device_work(uint16_t cat)
 {
@@ -140,6 +122,11 @@ static int write_timeline(FILE *f, const tl_trace *t)
         tl_steps_free(&st);
         return 0;
     }
+    tl_phases ph;
+    if (tl_phases_find(t, &st, &ph) != 0) {
+        tl_steps_free(&st);
+        return -1;
+    }
     int64_t t0 = st.v[0].s, t1 = st.v[st.n - 1].e, end = t1;
     for (size_t i = 0; i < t->nev; i++) {
         const tl_event *e = &t->ev[i];
@@ -167,20 +154,24 @@ static int write_timeline(FILE *f, const tl_trace *t)
         char label[160];
         track_label(t, track, label, sizeof label);
         int stream = t->tracks[track].kind == TL_TRACK_STREAM, open = 0;
-        int64_t cs = 0, ce = 0; /* the busy interval being merged */
+        int64_t cs = 0, ce = 0; /* the interval being merged: busy time, or one phase's */
+        int cp = -1;            /* its phase */
         for (size_t k = i; k < j; k++) {
             const tl_event *e = &t->ev[k];
             int64_t s = e->ts, x = e->ts + e->dur;
-            if (stream ? !is_device_work(e->cat) || s < t0 || s >= t1 : !is_phase(e->cat))
-                continue;
-            if (!stream) {
-                /* outermost phases only, cut to the window */
-                int inner = 0;
-                for (int32_t p = e->parent; p != TL_NONE && !inner; p = t->ev[p].parent)
-                    inner = is_phase(t->ev[p].cat);
+            int p = -1;
+            if (stream) {
+                if (!is_device_work(e->cat) || s < t0 || s >= t1)
+                    continue;
+            } else {
+                /* outermost phase ranges only (the Model view's), cut to the window */
+                int32_t q = ph.outer[k];
+                if (q < 0 || ph.v[q].ev != (int32_t)k)
+                    continue;
+                p = ph.v[q].phase;
                 s = s < t0 ? t0 : s;
                 x = x > t1 ? t1 : x;
-                if (inner || x <= s)
+                if (x <= s)
                     continue;
             }
             if (!open) {
@@ -189,28 +180,22 @@ static int write_timeline(FILE *f, const tl_trace *t)
                 lane_begin(f, &nlanes, name, stream ? "stream" : "phases");
                 nseg = 0;
                 open = 1;
-                if (stream) {
-                    cs = s, ce = x;
-                    continue;
-                }
-            }
-            if (!stream) {
-                seg(f, &nseg, s, x, t0, phase_name(e->cat));
-            } else if (s <= ce + merge) {
+            } else if (p == cp && s <= ce + merge) {
                 ce = x > ce ? x : ce;
+                continue;
             } else {
-                seg(f, &nseg, cs, ce, t0, NULL);
-                cs = s, ce = x;
+                seg(f, &nseg, cs, ce, t0, cp < 0 ? NULL : tl_cat_name(tl_phase_cats[cp]));
             }
+            cs = s, ce = x, cp = p;
         }
         if (open) {
-            if (stream)
-                seg(f, &nseg, cs, ce, t0, NULL);
+            seg(f, &nseg, cs, ce, t0, cp < 0 ? NULL : tl_cat_name(tl_phase_cats[cp]));
             fputs("]}", f);
         }
         i = j;
     }
     fputs("\n]}", f);
+    tl_phases_free(&ph);
     tl_steps_free(&st);
     return 0;
 }
