@@ -9,6 +9,8 @@
  */
 #include "trace/model.h"
 
+#include "bench_util.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,21 +29,6 @@ static double now(void)
 static uint32_t S(tl_trace *t, const char *s)
 {
     return tl_intern(&t->strings, s, strlen(s));
-}
-
-static tl_event *add(tl_trace *t, uint32_t track, int cat, uint32_t name, int64_t ts, int64_t dur)
-{
-    tl_event *e = tl_trace_add(t);
-    if (!e) {
-        fprintf(stderr, "bench_export: out of memory\n");
-        exit(1);
-    }
-    e->track = track;
-    e->cat = (uint16_t)cat;
-    e->name = name;
-    e->ts = ts;
-    e->dur = dur;
-    return e;
 }
 
 static void build(tl_trace *t, size_t target)
@@ -80,23 +67,26 @@ static void build(tl_trace *t, size_t target)
         int64_t step_t0 = ts;
         snprintf(step, sizeof step, "ProfilerStep#%d", s);
         size_t step_ix = t->nev;
-        add(t, host, TL_CAT_STEP, S(t, step), ts, 0)->value = s;
-        add(t, loader, TL_CAT_DATALOADER, batch, ts + 100, 90000);
+        bench_event(t, host, TL_CAT_STEP, S(t, step), ts, 0)->value = s;
+        bench_event(t, loader, TL_CAT_DATALOADER, batch, ts + 100, 90000);
         for (int phase = 0; phase < 2; phase++) {
             size_t ph_ix = t->nev;
             int64_t ph0 = ts;
-            add(t, host, phase ? TL_CAT_BACKWARD : TL_CAT_FORWARD, phase ? bwd : fwd, ts, 0);
+            bench_event(t, host, phase ? TL_CAT_BACKWARD : TL_CAT_FORWARD, phase ? bwd : fwd, ts,
+                        0);
             for (int o = 0; o < 500; o++) {
                 int k = (o * 7 + s) % 8;
-                tl_event *op = add(t, host, TL_CAT_OPERATOR, nops[k], ts + 300, 9871 + o % 13);
+                tl_event *op =
+                    bench_event(t, host, TL_CAT_OPERATOR, nops[k], ts + 300, 9871 + o % 13);
                 op->args = nsh[o % 4];
                 int64_t lt = ts + 1200 + o % 100;
-                add(t, host, TL_CAT_RUNTIME, o % 50 ? launch : mcpy, lt, 4123)->corr = corr;
+                bench_event(t, host, TL_CAT_RUNTIME, o % 50 ? launch : mcpy, lt, 4123)->corr = corr;
                 if (o % 50) {
-                    add(t, (o & 1) ? s7 : s13, TL_CAT_KERNEL, nk[o % 5], lt + 20000, 15337 + o)
+                    bench_event(t, (o & 1) ? s7 : s13, TL_CAT_KERNEL, nk[o % 5], lt + 20000,
+                                15337 + o)
                         ->corr = corr;
                 } else {
-                    tl_event *c = add(t, s7, TL_CAT_MEMCPY, 0, lt + 20000, 2000);
+                    tl_event *c = bench_event(t, s7, TL_CAT_MEMCPY, 0, lt + 20000, 2000);
                     c->corr = corr;
                     c->copy = TL_COPY_HTOD;
                     c->flags = TL_EV_PAGEABLE;
@@ -107,7 +97,7 @@ static void build(tl_trace *t, size_t target)
             }
             t->ev[ph_ix].dur = ts - ph0;
         }
-        add(t, host, TL_CAT_COUNTER, loss, ts, 0)->value = 2000 + s;
+        bench_event(t, host, TL_CAT_COUNTER, loss, ts, 0)->value = 2000 + s;
         t->ev[step_ix].dur = ts - step_t0 + 100;
         ts += 1000;
     }

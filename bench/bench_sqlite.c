@@ -40,21 +40,6 @@ static double now_s(void)
  * the wall time says how busy it was as much as what the export costs. */
 static double cpu_write[100];
 
-static tl_event *add(tl_trace *t, uint32_t track, int cat, uint32_t name, int64_t ts, int64_t dur)
-{
-    tl_event *e = tl_trace_add(t);
-    if (!e) {
-        fprintf(stderr, "bench_sqlite: out of memory\n");
-        exit(1);
-    }
-    e->track = track;
-    e->cat = (uint16_t)cat;
-    e->name = name;
-    e->ts = ts;
-    e->dur = dur;
-    return e;
-}
-
 /* About n events: steps of 1000 operators, each 10 us with a 2 us launch call inside and a
  * 5 us kernel of one of 64 names on one of four streams. */
 static void generate(tl_trace *t, size_t n)
@@ -79,11 +64,12 @@ static void generate(tl_trace *t, size_t n)
             uint32_t step =
                 tl_intern(&t->strings, name,
                           (size_t)snprintf(name, sizeof name, "ProfilerStep#%zu", i / 1000));
-            add(t, host, TL_CAT_STEP, step, ts, 1000 * 12000 - 1000)->value = (int64_t)(i / 1000);
+            bench_event(t, host, TL_CAT_STEP, step, ts, 1000 * 12000 - 1000)->value =
+                (int64_t)(i / 1000);
         }
-        add(t, host, TL_CAT_OPERATOR, ops[i % 16], ts + 100, 10000);
-        add(t, host, TL_CAT_RUNTIME, launch, ts + 2000, 2000)->corr = (int64_t)i + 1;
-        add(t, streams[i % 4], TL_CAT_KERNEL, kernels[i % 64], ts + 5000, 5000)->corr =
+        bench_event(t, host, TL_CAT_OPERATOR, ops[i % 16], ts + 100, 10000);
+        bench_event(t, host, TL_CAT_RUNTIME, launch, ts + 2000, 2000)->corr = (int64_t)i + 1;
+        bench_event(t, streams[i % 4], TL_CAT_KERNEL, kernels[i % 64], ts + 5000, 5000)->corr =
             (int64_t)i + 1;
         ts += 12000;
     }

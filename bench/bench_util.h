@@ -1,14 +1,18 @@
 /*
- * bench_util.h — what the benchmarks share: the median of a set of figures, and the settings of a
- * session that writes only the .tally file and prints nothing.
+ * bench_util.h — what the benchmarks share: the median of a set of figures, the settings of a
+ * session that writes only the .tally file and prints nothing, and an event added to a trace
+ * built in memory.
  */
 #ifndef TALLY_BENCH_UTIL_H
 #define TALLY_BENCH_UTIL_H
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <tally.h>
+
+#include "trace/model.h"
 
 static inline int bench_cmp_double(const void *a, const void *b)
 {
@@ -35,6 +39,23 @@ static inline tally_config bench_config(const char *dir, const char *name,
     c.write = TALLY_WRITE_TALLY;
     c.on_trace_ready = ready;
     return c;
+}
+
+/* A new event of t (a benchmark has no use for a trace it cannot build: out of memory exits). */
+static inline tl_event *bench_event(tl_trace *t, uint32_t track, int cat, uint32_t name, int64_t ts,
+                                    int64_t dur)
+{
+    tl_event *e = tl_trace_add(t);
+    if (!e) {
+        fprintf(stderr, "benchmark: out of memory\n");
+        exit(1);
+    }
+    e->track = track;
+    e->cat = (uint16_t)cat;
+    e->name = name;
+    e->ts = ts;
+    e->dur = dur;
+    return e;
 }
 
 #endif

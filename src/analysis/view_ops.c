@@ -27,6 +27,7 @@
  * counters and instants are not rows.
  */
 #include "analysis/attrib.h"
+#include "analysis/ops_events.h"
 #include "analysis/views.h"
 #include "trace/checked.h"
 
@@ -131,8 +132,6 @@ static int filtered_name(const char *n)
     return 0;
 }
 
-enum { ROW_NONE = 0, ROW_HOST, ROW_DEVICE };
-
 /* What a string id names, decided once per id: a trace has millions of events and thousands of
  * names. */
 enum {
@@ -162,7 +161,7 @@ static uint8_t name_flags(const tl_trace *t, uint8_t *named, uint32_t id)
     return named[id];
 }
 
-/* What kind of row an event gives. */
+/* What kind of row an event gives (TL_OPS_*). */
 static int row_kind(const tl_trace *t, uint8_t *named, const tl_event *e)
 {
     switch ((tl_cat)e->cat) {
@@ -170,22 +169,22 @@ static int row_kind(const tl_trace *t, uint8_t *named, const tl_event *e)
     case TL_CAT_MEMCPY:
     case TL_CAT_MEMSET:
     case TL_CAT_GPU_USER:
-        return ROW_DEVICE;
+        return TL_OPS_DEVICE;
     case TL_CAT_MEMORY:
     case TL_CAT_COUNTER:
     case TL_CAT_INSTANT:
     case TL_CAT_PYTHON:
     case TL_CAT_OVERHEAD:
-        return ROW_NONE;
+        return TL_OPS_NONE;
     default:
         break;
     }
     if ((e->flags & TL_EV_INSTANT) || e->track >= t->ntracks ||
         t->tracks[e->track].kind != TL_TRACK_THREAD)
-        return ROW_NONE;
+        return TL_OPS_NONE;
     if (name_flags(t, named, e->name) & NM_DROPPED)
-        return ROW_NONE;
-    return ROW_HOST;
+        return TL_OPS_NONE;
+    return TL_OPS_HOST;
 }
 
 static int is_annotation(const tl_event *e)
@@ -398,15 +397,98 @@ static int row_order_rev(const void *pa, const void *pb)
     return row_order(pb, pa);
 }
 
-/* Per-event scratch: 16 bytes an event, so that a 4-million-event trace needs 64 MB here. */
-typedef struct ev_info {
-    int32_t eparent; /* nearest kept host ancestor (tree of PyTorch's FunctionEvents) */
-    int32_t nchild;  /* number of kept children */
-    int32_t row;     /* the row the event counts in, -1 = none */
-    int8_t kind;     /* ROW_* (after the dup-merge: ROW_NONE for merged spans) */
-    int8_t async;
-    int8_t merged; /* merged into its parent by the dup rule */
-} ev_info;
+/* ---- per event: shared with the SQLite export (ops_events.h) ---------------------------- */
+
+int tl_ops_tree(const tl_trace *t, tl_ops_event *in)
+{
+    size_t n = t->nev;
+    uint8_t *named = calloc(t->strings.count ? t->strings.count : 1, 1); /* NM_* per id */
+    if (!named)
+        return -1;
+    /* 1. which events are rows, and the tree of kept host events */
+    for (size_t i = 0; i < n; i++) {
+        const tl_event *e = &t->ev[i];
+        tl_ops_event *x = &in[i];
+        *x = (tl_ops_event){.eparent = TL_NONE,
+                            .kind = (unsigned)row_kind(t, named, e),
+                            .async = (e->flags & TL_EV_ASYNC) != 0,
+                            .step = (name_flags(t, named, e->name) & NM_STEP) != 0,
+                            .annot = (unsigned)is_annotation(e)};
+        int32_t p = e->parent;
+        if (p != TL_NONE && (size_t)p < i)
+            x->eparent = (in[p].kind == TL_OPS_HOST && !in[p].async) ? p : in[p].eparent;
+        if (x->kind == TL_OPS_HOST && !x->async && x->eparent != TL_NONE)
+            in[x->eparent].nchild++;
+    }
+    /* 2. _remove_dup_nodes: a span that is its parent's only child and has its name merges
+     * into the parent (its children become the parent's). Parents come before children, so
+     * eparent is recomputed here with the merges already made above. */
+    for (size_t i = 0; i < n; i++) {
+        tl_ops_event *x = &in[i];
+        int32_t p = t->ev[i].parent;
+        if (p != TL_NONE && (size_t)p < i)
+            x->eparent = (in[p].kind == TL_OPS_HOST && !in[p].async) ? p : in[p].eparent;
+        if (x->kind != TL_OPS_HOST || x->async || x->eparent == TL_NONE)
+            continue;
+        int32_t q = x->eparent;
+        int same = t->ev[q].name == t->ev[i].name || (in[q].step && x->step);
+        if (same && in[q].nchild == 1) {
+            in[q].nchild = x->nchild;
+            x->kind = TL_OPS_NONE;
+            x->merged = 1; /* what it owned goes to q = its eparent */
+        }
+    }
+    free(named);
+    return 0;
+}
+
+void tl_ops_device_span(const tl_trace *t, const tl_event *e, int64_t *ts, int64_t *dur)
+{
+    *ts = e->ts;
+    *dur = e->dur;
+    if (e->cat == TL_CAT_GPU_USER && t->source == TL_SRC_KINETO && e->dur >= 2) {
+        *ts += 1;
+        *dur -= 2;
+    }
+}
+
+void tl_ops_times(const tl_trace *t, const tl_ops_event *in, tl_ops_add_fn add, void *ctx)
+{
+    size_t n = t->nev;
+    /* a device row: its own span is its self and total CUDA; a synchronous host row: its
+     * duration is its self CPU, and is not its parent's */
+    for (size_t i = 0; i < n; i++) {
+        const tl_event *e = &t->ev[i];
+        const tl_ops_event *x = &in[i];
+        if (x->kind == TL_OPS_DEVICE) {
+            int64_t ts, dur;
+            tl_ops_device_span(t, e, &ts, &dur);
+            add(ctx, (int32_t)i, TL_OPS_CUDA, dur);
+            add(ctx, (int32_t)i, TL_OPS_SELF_CUDA, dur);
+        } else if (x->kind == TL_OPS_HOST && !x->async) {
+            add(ctx, (int32_t)i, TL_OPS_SELF_CPU, e->dur);
+            if (x->eparent != TL_NONE)
+                add(ctx, x->eparent, TL_OPS_CHILD_CPU, e->dur);
+        }
+    }
+    /* device work: Self CUDA of its owner (the innermost kept span around the runtime call
+     * that launched it), CUDA total of the owner and every span above it */
+    for (size_t i = 0; i < n; i++) {
+        const tl_event *e = &t->ev[i];
+        if (!tl_is_device_work(e))
+            continue;
+        int32_t ow = tl_launch_owner(t, i, TL_OWNER_ANY_SPAN);
+        while (ow != TL_NONE && (in[ow].kind != TL_OPS_HOST || in[ow].async))
+            ow = in[ow].eparent;
+        if (ow == TL_NONE)
+            continue;
+        add(ctx, ow, TL_OPS_SELF_CUDA, e->dur);
+        for (int32_t a = ow; a != TL_NONE; a = in[a].eparent)
+            add(ctx, a, TL_OPS_CUDA, e->dur);
+    }
+}
+
+/* ---- the table --------------------------------------------------------------------------- */
 
 #define STEP_NAME_ID   UINT32_MAX
 #define MEMORY_NAME_ID (UINT32_MAX - 1)
@@ -473,8 +555,8 @@ static int32_t row_for(ops_ctx *x, uint32_t nameid, const char *name, int device
 }
 
 /* Free what the grouping needs and the rows do not (idempotent: leaves NULLs). */
-static void scratch_free(ops_ctx *x, ev_info **in, uint8_t **named, memrec **mem,
-                         int32_t **attributed, int64_t **pc, int64_t **pd)
+static void scratch_free(ops_ctx *x, tl_ops_event **in, int32_t **row, uint8_t **named,
+                         memrec **mem, int32_t **attributed, int64_t **pc, int64_t **pd)
 {
     for (int k = 0; k < 4; k++) {
         tl_keymap_free(&x->maps[k]);
@@ -482,22 +564,53 @@ static void scratch_free(ops_ctx *x, ev_info **in, uint8_t **named, memrec **mem
         x->byname[k] = NULL;
     }
     free(*in);
+    free(*row);
     free(*named);
     free(*mem);
     free(*attributed);
     free(*pc);
     free(*pd);
     *in = NULL;
+    *row = NULL;
     *named = NULL;
     *mem = NULL;
     *attributed = NULL;
     *pc = *pd = NULL;
 }
 
+/* The ops view's sums of an event's time terms (tl_ops_times) into its row. */
+typedef struct row_sums {
+    ops_row *rows;
+    const int32_t *row; /* per event */
+} row_sums;
+
+static void add_to_row(void *ctx, int32_t ev, tl_ops_term term, int64_t ns)
+{
+    const row_sums *c = ctx;
+    ops_row *a = &c->rows[c->row[ev]];
+    switch (term) {
+    case TL_OPS_SELF_CPU:
+        a->self_cpu = tl_add_sat(a->self_cpu, ns);
+        break;
+    case TL_OPS_CHILD_CPU:
+        a->self_cpu = tl_sub_sat(a->self_cpu, ns);
+        break;
+    case TL_OPS_SELF_CUDA:
+        a->self_cuda = tl_add_sat(a->self_cuda, ns);
+        break;
+    case TL_OPS_CUDA:
+        a->cuda = tl_add_sat(a->cuda, ns);
+        break;
+    }
+}
+
 tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
 {
     size_t n = t->nev;
-    ev_info *in = tl_big_alloc(n * sizeof *in);
+    /* per-event scratch: 16 bytes an event (12 + the row), so that a 4-million-event trace
+     * needs 64 MB here */
+    tl_ops_event *in = tl_big_alloc((n ? n : 1) * sizeof *in);
+    int32_t *row = tl_big_alloc((n ? n : 1) * sizeof *row); /* the row it counts in, -1: none */
     uint8_t *named = calloc(t->strings.count ? t->strings.count : 1, 1); /* NM_* per id */
     memrec *mem = NULL;
     int32_t *attributed = NULL;
@@ -507,67 +620,29 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
     ops_row *rows = NULL;
     size_t nrows = 0;
     tl_table *tab = NULL;
-    if (!in || !named)
+    if (!in || !row || !named)
         goto oom;
 
-    /* 1. which events are rows, and the tree of kept host events */
+    /* 1, 2. which events are rows, the tree of kept host events */
+    if (tl_ops_tree(t, in) != 0)
+        goto oom;
+    /* 3. rows and CPU totals (the self times are tl_ops_times', below) */
     for (size_t i = 0; i < n; i++) {
         const tl_event *e = &t->ev[i];
-        ev_info *x = &in[i];
-        x->kind = (int8_t)row_kind(t, named, e);
-        x->async = (e->flags & TL_EV_ASYNC) != 0;
-        x->merged = 0;
-        x->nchild = 0;
-        x->row = -1;
-        x->eparent = TL_NONE;
+        const tl_ops_event *x = &in[i];
+        row[i] = -1;
         if (e->cat == TL_CAT_MEMORY)
             nmem++;
-        int32_t p = e->parent;
-        if (p != TL_NONE && (size_t)p < i)
-            x->eparent = (in[p].kind == ROW_HOST && !in[p].async) ? p : in[p].eparent;
-        if (x->kind == ROW_HOST && !x->async && x->eparent != TL_NONE)
-            in[x->eparent].nchild++;
-    }
-    /* 2. _remove_dup_nodes: a span that is its parent's only child and has its name merges
-     * into the parent (its children become the parent's). Parents come before children, so
-     * eparent is recomputed here with the merges already made above. */
-    for (size_t i = 0; i < n; i++) {
-        ev_info *x = &in[i];
-        int32_t p = t->ev[i].parent;
-        if (p != TL_NONE && (size_t)p < i)
-            x->eparent = (in[p].kind == ROW_HOST && !in[p].async) ? p : in[p].eparent;
-        if (x->kind != ROW_HOST || x->async || x->eparent == TL_NONE)
-            continue;
-        int32_t q = x->eparent;
-        int same =
-            t->ev[q].name == t->ev[i].name || ((name_flags(t, named, t->ev[q].name) & NM_STEP) &&
-                                               (name_flags(t, named, t->ev[i].name) & NM_STEP));
-        if (same && in[q].nchild == 1) {
-            in[q].nchild = x->nchild;
-            x->kind = ROW_NONE;
-            x->merged = 1; /* what it owned goes to q = its eparent */
-        }
-    }
-    /* 3. rows, CPU times: a host event adds its duration to its row's CPU total and self,
-     * and takes it off its parent row's self */
-    for (size_t i = 0; i < n; i++) {
-        const tl_event *e = &t->ev[i];
-        ev_info *x = &in[i];
-        if (x->kind == ROW_NONE)
+        if (x->kind == TL_OPS_NONE)
             continue;
         const char *nm = tl_str(&t->strings, e->name);
         uint32_t nameid = e->name;
-        if (name_flags(t, named, e->name) & NM_STEP) {
+        if (x->step) {
             nm = "ProfilerStep*";
             nameid = STEP_NAME_ID;
         }
-        int64_t ts = e->ts, dur = e->dur;
-        if (e->cat == TL_CAT_GPU_USER && t->source == TL_SRC_KINETO && dur >= 2) {
-            /* Kineto's writer draws a gpu_user_annotation 1 ns early and 2 ns long so that
-             * it sorts before its kernels; PyTorch's table has the true span */
-            ts += 1;
-            dur -= 2;
-        }
+        int64_t ts, dur;
+        tl_ops_device_span(t, e, &ts, &dur);
         uint32_t shapes = 0;
         if (X.by_shape && e->args) {
             int32_t si = shape_index(&X.shapes, t, e->args);
@@ -575,28 +650,20 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
                 goto oom;
             shapes = (uint32_t)si;
         }
-        int device = x->kind == ROW_DEVICE;
-        int32_t r = row_for(&X, nameid, nm, device, is_annotation(e), shapes,
-                            e->cat == TL_CAT_GPU_USER, ts, ts + dur, i);
+        int device = x->kind == TL_OPS_DEVICE;
+        int32_t r = row_for(&X, nameid, nm, device, x->annot, shapes, e->cat == TL_CAT_GPU_USER, ts,
+                            ts + dur, i);
         if (r < 0)
             goto oom;
-        x->row = r;
+        row[i] = r;
         ops_row *a = &X.rows[r];
         a->count++;
-        if (device) {
-            a->cuda = tl_add_sat(a->cuda, dur);
-            a->self_cuda = tl_add_sat(a->self_cuda, dur);
-            continue;
-        }
-        a->cpu = tl_add_sat(a->cpu, dur);
-        if (x->async)
-            continue;
-        a->self_cpu = tl_add_sat(a->self_cpu, dur);
-        if (x->eparent != TL_NONE) {
-            ops_row *pa = &X.rows[in[x->eparent].row];
-            pa->self_cpu = tl_sub_sat(pa->self_cpu, dur);
-        }
+        if (!device)
+            a->cpu = tl_add_sat(a->cpu, dur);
     }
+    /* self CPU, self CUDA, CUDA total: each event's terms into its row; device work goes to
+     * the op that launched it and every op above it */
+    tl_ops_times(t, in, add_to_row, &(row_sums){X.rows, row});
     /* 4. memory: records sorted by time; each host event takes those in [start, end] (on any
      * thread, as torch does); records in no event become rows of their own */
     if (nmem) {
@@ -632,8 +699,8 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
         size_t lo = 0;
         for (size_t i = 0; i < n; i++) {
             const tl_event *e = &t->ev[i];
-            const ev_info *x = &in[i];
-            if (x->kind != ROW_HOST && !x->merged)
+            const tl_ops_event *x = &in[i];
+            if (x->kind != TL_OPS_HOST && !x->merged)
                 continue;
             if (e->track != track) {
                 track = e->track;
@@ -649,7 +716,7 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
             if (x->merged)
                 continue; /* gone from torch's list: its bytes are in its parent's */
             int64_t hc = tl_sub_sat(pc[hi], pc[lo]), dc = tl_sub_sat(pd[hi], pd[lo]);
-            ops_row *a = &X.rows[x->row];
+            ops_row *a = &X.rows[row[i]];
             a->cpu_mem = tl_add_sat(a->cpu_mem, hc);
             a->cuda_mem = tl_add_sat(a->cuda_mem, dc);
             if (x->async)
@@ -657,7 +724,7 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
             a->self_cpu_mem = tl_add_sat(a->self_cpu_mem, hc);
             a->self_cuda_mem = tl_add_sat(a->self_cuda_mem, dc);
             if (x->eparent != TL_NONE) {
-                ops_row *pa = &X.rows[in[x->eparent].row];
+                ops_row *pa = &X.rows[row[x->eparent]];
                 pa->self_cpu_mem = tl_sub_sat(pa->self_cpu_mem, hc);
                 pa->self_cuda_mem = tl_sub_sat(pa->self_cuda_mem, dc);
             }
@@ -682,27 +749,9 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
             *s = tl_add_sat(*s, m->bytes);
         }
     }
-    /* 5. device work: Self CUDA of its owner (the innermost kept span around the runtime call
-     * that launched it), CUDA total of the owner and every span above it */
-    for (size_t i = 0; i < n; i++) {
-        const tl_event *e = &t->ev[i];
-        if (!tl_is_device_work(e))
-            continue;
-        int32_t ow = tl_launch_owner(t, i, TL_OWNER_ANY_SPAN);
-        while (ow != TL_NONE && (in[ow].kind != ROW_HOST || in[ow].async))
-            ow = in[ow].eparent;
-        if (ow == TL_NONE)
-            continue;
-        ops_row *own = &X.rows[in[ow].row];
-        own->self_cuda = tl_add_sat(own->self_cuda, e->dur);
-        for (int32_t a = ow; a != TL_NONE; a = in[a].eparent) {
-            ops_row *up = &X.rows[in[a].row];
-            up->cuda = tl_add_sat(up->cuda, e->dur);
-        }
-    }
     /* The per-event and per-name scratch is done with: freed before the table is built, so
      * that the table (a row per distinct name) does not add to it. */
-    scratch_free(&X, &in, &named, &mem, &attributed, &pc, &pd);
+    scratch_free(&X, &in, &row, &named, &mem, &attributed, &pc, &pd);
     rows = X.rows;
     nrows = X.nrows;
     if (rows)
@@ -854,7 +903,7 @@ fail:
     tl_table_free(tab);
     tab = NULL;
 done:
-    scratch_free(&X, &in, &named, &mem, &attributed, &pc, &pd);
+    scratch_free(&X, &in, &row, &named, &mem, &attributed, &pc, &pd);
     shape_set_free(&X.shapes);
     free(X.rows);
     return tab;

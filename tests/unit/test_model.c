@@ -1,22 +1,11 @@
 /* test_model.c — the trace model: interning, ordering, nesting, correlation links, intervals. */
 #include "analysis/analysis.h"
+#include "span_fixture.h"
 #include "testlib.h"
 #include "trace/model.h"
 #include "views_fixture.h"
 
 #include <stdlib.h>
-
-static tl_event *span(tl_trace *t, uint32_t track, int cat, const char *name, int64_t ts,
-                      int64_t dur)
-{
-    tl_event *e = tl_trace_add(t);
-    e->track = track;
-    e->cat = (uint16_t)cat;
-    e->name = tl_intern(&t->strings, name, strlen(name));
-    e->ts = ts;
-    e->dur = dur;
-    return e;
-}
 
 static int find(const tl_trace *t, const char *name)
 {
@@ -68,14 +57,14 @@ TEST(finish_sorts_and_nests)
     uint32_t th = tl_trace_track(&t, TL_TRACK_THREAD, 1, 1, -1);
     uint32_t th2 = tl_trace_track(&t, TL_TRACK_THREAD, 1, 2, -1);
     /* added out of order on purpose */
-    span(&t, th, TL_CAT_OPERATOR, "child", 200, 100);
-    span(&t, th, TL_CAT_STEP, "step", 0, 1000);
-    span(&t, th, TL_CAT_OPERATOR, "grandchild", 220, 50);
-    span(&t, th, TL_CAT_USER, "same_start_outer", 500, 400);
-    span(&t, th, TL_CAT_USER, "same_start_inner", 500, 100);
-    span(&t, th, TL_CAT_USER, "partial", 850, 300); /* crosses the end of same_start_outer */
-    span(&t, th2, TL_CAT_USER, "other_thread", 250, 10);
-    tl_event *m = span(&t, th, TL_CAT_MEMORY, "[memory]", 230, 0);
+    fx_span(&t, th, TL_CAT_OPERATOR, "child", 200, 100);
+    fx_span(&t, th, TL_CAT_STEP, "step", 0, 1000);
+    fx_span(&t, th, TL_CAT_OPERATOR, "grandchild", 220, 50);
+    fx_span(&t, th, TL_CAT_USER, "same_start_outer", 500, 400);
+    fx_span(&t, th, TL_CAT_USER, "same_start_inner", 500, 100);
+    fx_span(&t, th, TL_CAT_USER, "partial", 850, 300); /* crosses the end of same_start_outer */
+    fx_span(&t, th2, TL_CAT_USER, "other_thread", 250, 10);
+    tl_event *m = fx_span(&t, th, TL_CAT_MEMORY, "[memory]", 230, 0);
     m->flags = TL_EV_INSTANT;
     CHECK_EQ_INT(tl_trace_finish(&t), 0);
     for (size_t i = 1; i < t.nev; i++)
@@ -109,14 +98,14 @@ TEST(finish_links_runtime_calls_to_device_work)
     tl_trace_init(&t);
     uint32_t th = tl_trace_track(&t, TL_TRACK_THREAD, 1, 1, -1);
     uint32_t s7 = tl_trace_track(&t, TL_TRACK_STREAM, 1, 7, 0);
-    tl_event *k1 = span(&t, s7, TL_CAT_KERNEL, "k1", 500, 100);
+    tl_event *k1 = fx_span(&t, s7, TL_CAT_KERNEL, "k1", 500, 100);
     k1->corr = 42;
-    tl_event *k2 = span(&t, s7, TL_CAT_KERNEL, "k2", 700, 100);
+    tl_event *k2 = fx_span(&t, s7, TL_CAT_KERNEL, "k2", 700, 100);
     k2->corr = 42; /* graph launch: two kernels, one call */
-    tl_event *k3 = span(&t, s7, TL_CAT_KERNEL, "k3", 900, 10);
+    tl_event *k3 = fx_span(&t, s7, TL_CAT_KERNEL, "k3", 900, 10);
     k3->corr = 99; /* no call for it */
-    span(&t, th, TL_CAT_OPERATOR, "aten::mm", 0, 300);
-    tl_event *r = span(&t, th, TL_CAT_RUNTIME, "cudaGraphLaunch", 100, 50);
+    fx_span(&t, th, TL_CAT_OPERATOR, "aten::mm", 0, 300);
+    tl_event *r = fx_span(&t, th, TL_CAT_RUNTIME, "cudaGraphLaunch", 100, 50);
     r->corr = 42;
     CHECK_EQ_INT(tl_trace_finish(&t), 0);
     int ik1 = find(&t, "k1"), ik2 = find(&t, "k2"), ik3 = find(&t, "k3");
@@ -139,11 +128,11 @@ TEST(a_step_is_the_outermost_of_equal_spans)
         tl_trace_init(&t);
         uint32_t th = tl_trace_track(&t, TL_TRACK_THREAD, 1, 1, -1);
         if (order)
-            span(&t, th, TL_CAT_STEP, "ProfilerStep#0", 0, 1000);
-        span(&t, th, TL_CAT_FORWARD, "fwd", 0, 1000);
+            fx_span(&t, th, TL_CAT_STEP, "ProfilerStep#0", 0, 1000);
+        fx_span(&t, th, TL_CAT_FORWARD, "fwd", 0, 1000);
         if (!order)
-            span(&t, th, TL_CAT_STEP, "ProfilerStep#0", 0, 1000);
-        span(&t, th, TL_CAT_OPERATOR, "op", 100, 10);
+            fx_span(&t, th, TL_CAT_STEP, "ProfilerStep#0", 0, 1000);
+        fx_span(&t, th, TL_CAT_OPERATOR, "op", 100, 10);
         CHECK_EQ_INT(tl_trace_finish(&t), 0);
         /* each one's parent is the one before it */
         static const char *const chain[] = {"ProfilerStep#0", "fwd", "op"};
@@ -163,9 +152,9 @@ TEST(a_shared_correlation_id_links_the_call_started_last)
         uint32_t t100, t200;
         fx_two_threads(&t, order, &t100, &t200);
         uint32_t s7 = tl_trace_track(&t, TL_TRACK_STREAM, 1, 7, 0);
-        span(&t, t100, TL_CAT_RUNTIME, "early", 260, 10)->corr = 4;
-        span(&t, t200, TL_CAT_RUNTIME, "late", 280, 10)->corr = 4;
-        span(&t, s7, TL_CAT_KERNEL, "k4", 900, 100)->corr = 4;
+        fx_span(&t, t100, TL_CAT_RUNTIME, "early", 260, 10)->corr = 4;
+        fx_span(&t, t200, TL_CAT_RUNTIME, "late", 280, 10)->corr = 4;
+        fx_span(&t, s7, TL_CAT_KERNEL, "k4", 900, 100)->corr = 4;
         CHECK_EQ_INT(tl_trace_finish(&t), 0);
         int k = find(&t, "k4"), late = find(&t, "late"), early = find(&t, "early");
         CHECK_EQ_INT(t.ev[k].link, late);
@@ -181,12 +170,12 @@ TEST(unnamed_copies_and_memsets_get_pytorchs_names)
     tl_trace t;
     tl_trace_init(&t);
     uint32_t s7 = tl_trace_track(&t, TL_TRACK_STREAM, 1, 7, 0);
-    tl_event *c = span(&t, s7, TL_CAT_MEMCPY, "", 0, 10);
+    tl_event *c = fx_span(&t, s7, TL_CAT_MEMCPY, "", 0, 10);
     c->copy = TL_COPY_HTOD;
     c->flags = TL_EV_PAGEABLE;
-    span(&t, s7, TL_CAT_MEMCPY, "", 20, 10)->copy = TL_COPY_DTOH;
-    span(&t, s7, TL_CAT_MEMSET, "", 40, 10);
-    span(&t, s7, TL_CAT_MEMCPY, "my copy", 60, 10)->copy = TL_COPY_DTOD;
+    fx_span(&t, s7, TL_CAT_MEMCPY, "", 20, 10)->copy = TL_COPY_DTOH;
+    fx_span(&t, s7, TL_CAT_MEMSET, "", 40, 10);
+    fx_span(&t, s7, TL_CAT_MEMCPY, "my copy", 60, 10)->copy = TL_COPY_DTOD;
     CHECK_EQ_INT(tl_trace_finish(&t), 0);
     CHECK_STR(tl_str(&t.strings, t.ev[0].name), "Memcpy HtoD (Pageable -> Device)");
     CHECK_STR(tl_str(&t.strings, t.ev[1].name), "Memcpy DtoH (Device -> Pinned)");
@@ -204,7 +193,7 @@ TEST(many_events_sort_like_a_reference_order)
         tr[i] = tl_trace_track(&t, TL_TRACK_THREAD, 1, i, -1);
     srand(7);
     for (int i = 0; i < 20000; i++)
-        span(&t, tr[rand() % 3], TL_CAT_USER, "x", rand() % 100000, rand() % 50);
+        fx_span(&t, tr[rand() % 3], TL_CAT_USER, "x", rand() % 100000, rand() % 50);
     CHECK_EQ_INT(tl_trace_finish(&t), 0);
     int bad = 0;
     for (size_t i = 1; i < t.nev; i++) {
@@ -249,9 +238,9 @@ TEST(profiled_window_is_union_of_steps)
     tl_trace t;
     tl_trace_init(&t);
     uint32_t th = tl_trace_track(&t, TL_TRACK_THREAD, 1, 1, -1);
-    span(&t, th, TL_CAT_STEP, "ProfilerStep#0", 100, 1000);
-    span(&t, th, TL_CAT_STEP, "ProfilerStep#1", 1500, 500); /* 400 ns gap between steps */
-    span(&t, th, TL_CAT_USER, "outside", 0, 5000);
+    fx_span(&t, th, TL_CAT_STEP, "ProfilerStep#0", 100, 1000);
+    fx_span(&t, th, TL_CAT_STEP, "ProfilerStep#1", 1500, 500); /* 400 ns gap between steps */
+    fx_span(&t, th, TL_CAT_USER, "outside", 0, 5000);
     tl_trace_finish(&t);
     tl_window w;
     tl_profiled_window(&t, &w);

@@ -7,6 +7,7 @@
  */
 #include "report/sqlite_export.h"
 #include "shared_trace.h"
+#include "span_fixture.h"
 #include "testlib.h"
 #include "trace/model.h"
 
@@ -16,17 +17,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static tl_event *ev(tl_trace *t, uint32_t track, int cat, const char *name, int64_t ts, int64_t dur)
-{
-    tl_event *e = tl_trace_add(t);
-    e->track = track;
-    e->cat = (uint16_t)cat;
-    e->name = tl_intern(&t->strings, name, strlen(name));
-    e->ts = ts;
-    e->dur = dur;
-    return e;
-}
-
 /* One step (0..1000 ns) holding aten::add (100..300) whose cudaLaunchKernel (150..160) launched
  * the kernel "k" of kernel_ns on stream 7; a 4096-byte allocation at 120; a counter sample. */
 static void build(tl_trace *t, int64_t kernel_ns)
@@ -34,11 +24,11 @@ static void build(tl_trace *t, int64_t kernel_ns)
     tl_trace_init(t);
     uint32_t host = tl_trace_track(t, TL_TRACK_THREAD, 10, 11, -1);
     uint32_t stream = tl_trace_track(t, TL_TRACK_STREAM, 10, 7, 0);
-    ev(t, host, TL_CAT_STEP, "ProfilerStep#1", 0, 1000)->value = 1;
-    ev(t, host, TL_CAT_OPERATOR, "aten::add", 100, 200);
-    ev(t, host, TL_CAT_RUNTIME, "cudaLaunchKernel", 150, 10)->corr = 9;
-    ev(t, stream, TL_CAT_KERNEL, "k", 200, kernel_ns)->corr = 9;
-    tl_event *c = ev(t, host, TL_CAT_COUNTER, "tokens", 500, 0);
+    fx_span(t, host, TL_CAT_STEP, "ProfilerStep#1", 0, 1000)->value = 1;
+    fx_span(t, host, TL_CAT_OPERATOR, "aten::add", 100, 200);
+    fx_span(t, host, TL_CAT_RUNTIME, "cudaLaunchKernel", 150, 10)->corr = 9;
+    fx_span(t, stream, TL_CAT_KERNEL, "k", 200, kernel_ns)->corr = 9;
+    tl_event *c = fx_span(t, host, TL_CAT_COUNTER, "tokens", 500, 0);
     c->value = 2500; /* 2.5 */
     c->flags = TL_EV_INSTANT;
     tl_memev *m = tl_trace_add_mem(t);
