@@ -149,7 +149,8 @@ static int html_job(struct report_args *a)
     }
     if (out) {
         tl_error err = {{0}};
-        if (tl_html_write(out, a->paths[0], copy_json, in, NULL, &err) != 0)
+        /* "Job"; the page names it "Job: N ranks (a..b)" from its ranks table */
+        if (tl_html_write(out, "Job", copy_json, in, NULL, &err) != 0)
             status = cli_fail("report", &err);
         if ((ferror(out) | (fclose(out) != 0)) && !status) {
             fprintf(stderr, "tally report: error writing %s: %s\n", a->html, strerror(errno));

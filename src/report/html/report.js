@@ -28,13 +28,23 @@
   }
   /* axis labels: the same units, trailing zeros dropped (200 ms, 1.2 s) */
   function fmtAxis(us) {
-    return fmtTime(us).replace(/\.?0+ /, ' ');
+    return us === 0 ? '0' : fmtTime(us).replace(/\.?0+ /, ' ');
   }
   function fmtBytes(b) {
     if (b === null || b === undefined) return '-';
     var u = ['B', 'KB', 'MB', 'GB', 'TB'], i = 0, v = b;
     while (Math.abs(v) >= 1024 && i < u.length - 1) { v /= 1024; i++; }
     return i ? v.toFixed(2) + ' ' + u[i] : v + ' B';
+  }
+  /* a bytes axis up to max: ticks at 1, 2 or 5 times a power of ten of the unit the labels use
+     (20 MB, 40 MB, ... rather than 19.07 MB, 38.15 MB) */
+  function bytesAxis(max) {
+    var unit = 1;
+    while (max / unit >= 1024 && unit < Math.pow(1024, 4)) unit *= 1024;
+    var raw = Math.max(max / unit / 5, 1e-9), p = Math.pow(10, Math.floor(Math.log10(raw))), f = raw / p;
+    var step = (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * p * unit;
+    return {type: 'value', interval: step, max: Math.ceil(max / step) * step,
+            axisLabel: {formatter: function (v) { return v === 0 ? '0' : fmtBytes(v).replace(/\.?0+ /, ' '); }}};
   }
   function fmtCell(type, v) {
     if (v === null || v === undefined) return '-';
@@ -73,7 +83,7 @@
     Dataloader: '#f59f00', DataLoader: '#f59f00', Forward: '#4c6ef5', Backward: '#7950f2',
     Optimization: '#12b886', Other: '#adb5bd', Kernel: '#3b5bdb', Memcpy: '#f76707',
     Memset: '#fcc419', Communication: '#e64980', Runtime: '#15aabf', 'CPU Exec': '#82c91e',
-    busy: '#4263eb', idle: '#dee2e6', 'Host wait': '#ff8787', 'Kernel wait': '#ffd43b',
+    busy: '#495057', idle: '#dee2e6', 'Host wait': '#ff8787', 'Kernel wait': '#ffd43b',
     'Other wait': '#ced4da', parameter: '#4c6ef5', gradient: '#7950f2',
     optimizer_state: '#12b886', activation: '#f76707', input: '#f59f00', temporary: '#fcc419',
     unknown: '#adb5bd', allocated: '#4263eb', reserved: '#94d82d'
@@ -87,10 +97,11 @@
   }
 
   /* ---- charts ------------------------------------------------------------------------- */
-  function chart(parent, name, title, option, cls) {
+  function chart(parent, name, title, option, cls, height) {
     var box = el('div', {'class': 'chart-box'});
     if (title) box.appendChild(el('h3', null, title));
     var div = el('div', {'class': 'chart' + (cls ? ' ' + cls : ''), 'data-chart': name});
+    if (height) div.style.height = height + 'px';
     box.appendChild(div);
     parent.appendChild(box);
     var c = echarts.init(div, null, {renderer: 'svg'});
@@ -146,6 +157,7 @@
     t.columns.forEach(function (cc) {
       var th = el('th', {'class': cc.type === 'str' ? 's' : '', title: cc.key}, cc.title);
       var dir = 0;
+      if (opts.sortedBy === cc.key) { th.classList.add('sorted-desc'); dir = -1; th.dataset.once = 1; }
       th.addEventListener('click', function () {
         dir = dir === -1 ? 1 : -1; /* numbers: largest first; then the other way */
         if (cc.type === 'str' && dir === -1 && !th.dataset.once) { dir = 1; }
@@ -195,7 +207,29 @@
   }
 
   /* ---- header, key figures, findings -------------------------------------------------- */
+  /* a job (tally report DIR): its ranks table, and no trace of its own */
+  function isJob() { return !D.trace && !!table('ranks'); }
+  function jobHeader() {
+    var rk = table('ranks').rows, rs = table('rank_steps'), co = table('collectives'), bits = [];
+    var nums = rk.map(function (r) { return r.rank; });
+    var title = 'Job: ' + rk.length + ' rank' + (rk.length === 1 ? '' : 's') +
+      (rk.length > 1 ? ' (' + Math.min.apply(null, nums) + '..' + Math.max.apply(null, nums) + ')' : '');
+    document.querySelector('header h1').textContent = title;
+    document.title = 'tally \u00b7 ' + title;
+    if (rs) {
+      var steps = {};
+      rs.rows.forEach(function (r) { steps[r.step] = 1; });
+      bits.push(Object.keys(steps).length + ' steps');
+    }
+    if (co && co.rows.length) bits.push(co.rows.length + ' collectives matched across ranks');
+    var files = rk.map(function (r) { return r.file || ''; });
+    var dir = files[0].replace(/[^\/]*$/, '');
+    while (dir && files.some(function (f) { return f.indexOf(dir) !== 0; })) dir = dir.replace(/[^\/]*\/?$/, '');
+    if (dir && dir !== '/') bits.push('under ' + dir);
+    document.getElementById('trace-meta').textContent = bits.join(' \u00b7 ');
+  }
   function header() {
+    if (isJob()) return jobHeader();
     var m = D.trace || {}, bits = [];
     if (m.format) bits.push(m.format);
     if (m.rank !== null && m.rank !== undefined)
@@ -231,6 +265,18 @@
     if (mem) mem.rows.forEach(function (r) {
       if (r.peak_allocated_bytes !== null) kpi(fmtBytes(r.peak_allocated_bytes), r.device + ' memory peak');
     });
+    if (isJob()) {
+      var rk = table('ranks').rows, avgs = rk.map(function (r) { return r.step_avg_us; }).filter(function (v) { return v !== null; }).sort(function (a, b) { return a - b; });
+      kpi(String(rk.length), 'ranks');
+      if (avgs.length) kpi(fmtTime(avgs[Math.floor((avgs.length - 1) / 2)]), 'median of the ranks\' average step');
+      var sg = table('stragglers');
+      if (sg && sg.rows.length) {
+        var w = sg.rows.reduce(function (a, b) { return (b.over_median_pct || 0) > (a.over_median_pct || 0) ? b : a; });
+        kpi('+' + (w.over_median_pct || 0).toFixed(1) + '%', 'slowest rank over the median (rank ' + w.slowest_rank + ', step ' + w.step + ')');
+      }
+      var co = table('collectives');
+      if (co && co.rows.length) kpi(fmtTime(co.rows[0].start_skew_us), 'largest collective start skew');
+    }
     if (n) page.appendChild(box);
   }
 
@@ -239,7 +285,8 @@
     var s = (f.finding + ' ' + (f.evidence || '')).toLowerCase();
     var has = function (id) { return document.getElementById(id) || pending[id]; };
     var rules = [
-      [/straggler|rank \d|ranks? wait/, 'ranks'], [/gap|idle|wait/, 'gpu-idle'],
+      [/straggler/, 'ranks'], [/ranks wait for .* at |collective|skew/, 'collectives'],
+      [/rank \d|ranks? wait/, 'ranks'], [/gap|idle|wait/, 'gpu-idle'],
       [/memory|activation|peak|leak|alloc/, 'memory'], [/kernel|launch|short/, 'operators'],
       [/stream|overlap|communication|nccl/, 'timeline'],
       [/operator|self cpu|op /, 'operators'], [/step|dataloader|reader|loader/, 'breakdown']
@@ -330,7 +377,7 @@
     });
     var names = lanes.map(function (l) { return l.name; });
     var h = Math.max(220, 70 + lanes.length * 38);
-    var c = chart(s, 'timeline', null, {
+    chart(s, 'timeline', null, {
       tooltip: {trigger: 'item', confine: true, formatter: function (p) {
         var v = p.value; return esc(names[v[0]]) + '<br>' + esc(v[3] || '') + ' ' + fmtTime(v[2] - v[1]) + '<br>at +' + fmtTime(v[1]);
       }},
@@ -347,9 +394,25 @@
             {x: params.coordSys.x, y: params.coordSys.y, width: params.coordSys.width, height: params.coordSys.height});
           return rect && {type: 'rect', shape: rect, style: api.style()};
         }}]
+    }, '', h);
+    /* what the colours are: the phases the lanes hold, and busy time */
+    var keys = [];
+    lanes.forEach(function (l) {
+      if (l.kind === 'phases') l.segs.forEach(function (g) { if (keys.indexOf(g[2]) < 0) keys.push(g[2]); });
+      if (l.kind === 'stream' && keys.indexOf('busy') < 0) keys.push('busy');
     });
-    c.getDom().style.height = h + 'px';
-    c.resize();
+    var order = ['Dataloader', 'Forward', 'Backward', 'Optimization', 'busy'];
+    keys.sort(function (a, b) { return order.indexOf(a) - order.indexOf(b); });
+    if (keys.length) {
+      var lg = el('div', {'class': 'legend'});
+      keys.forEach(function (k) {
+        var item = el('span');
+        item.appendChild(el('i', {style: 'background:' + (k === 'busy' ? COLORS.busy : color(k))}));
+        item.appendChild(document.createTextNode(k === 'busy' ? 'stream busy' : k));
+        lg.appendChild(item);
+      });
+      s.appendChild(lg);
+    }
     var idle = table('gpu_idle');
     if (idle && idle.rows.length) {
       var g = el('div', {'class': 'grid'});
@@ -358,7 +421,7 @@
       chart(g, 'stream-busy', 'Busy and idle per stream (within each stream\'s first to last op)', {
         tooltip: {trigger: 'axis', axisPointer: {type: 'shadow'}, valueFormatter: fmtTime, confine: true},
         legend: {bottom: 0},
-        grid: {left: 10, right: 20, top: 10, bottom: 40, containLabel: true},
+        grid: {left: 30, right: 20, top: 10, bottom: 40, containLabel: true},
         xAxis: {type: 'value', axisLabel: {formatter: fmtAxis}},
         yAxis: {type: 'category', data: names2, inverse: true},
         series: [['busy_us', 'busy'], ['idle_us', 'idle']].map(function (p) {
@@ -466,8 +529,8 @@
           tooltip: {trigger: 'axis', confine: true, valueFormatter: fmtBytes, axisPointer: {label: {formatter: function (p) { return p.axisDimension === 'x' ? fmtTime(p.value) : fmtBytes(p.value); }}}},
           legend: {bottom: 0},
           grid: {left: 10, right: 24, top: 30, bottom: 40, containLabel: true},
-          xAxis: {type: 'value', scale: true, axisLabel: {formatter: function (v) { return fmtAxis(v); }}},
-          yAxis: {type: 'value', axisLabel: {formatter: fmtBytes}},
+          xAxis: {type: 'value', scale: true, max: 'dataMax', axisLabel: {showMaxLabel: false, formatter: function (v) { return fmtAxis(v); }}},
+          yAxis: bytesAxis(Math.max.apply(null, rows.map(function (r) { return Math.max(r.allocated_bytes || 0, r.reserved_bytes || 0); }).concat([1]))),
           series: series
         });
       });
@@ -513,7 +576,7 @@
       chart(g, 'memory-layout', 'At the peak, by layout path', {
         tooltip: sbTip,
         series: [{type: 'sunburst', data: data2, radius: ['10%', '95%'], sort: null, nodeClick: 'rootToNode',
-          label: {show: false}, levels: [{}, {label: {show: true, rotate: 'radial', fontSize: 10, minAngle: 14}}],
+          label: {show: false}, levels: [{}, {label: {show: true, rotate: 0, overflow: 'none', fontSize: 10, fontWeight: 600, minAngle: 14, color: '#1f2430', textBorderColor: 'rgba(255,255,255,.85)', textBorderWidth: 2}}],
           itemStyle: {borderColor: '#fff', borderWidth: 0.5}}]
       }, 'tall');
     }
@@ -521,26 +584,107 @@
     if (layout) dataTable(s, 'memory_layout', layout, {limit: 30});
   }
 
-  /* ---- ranks -------------------------------------------------------------------------- */
+  /* ---- ranks (a job: tally report DIR) ----------------------------------------------- */
   function ranks() {
-    var rs = table('rank_steps');
-    if (!rs) return;
-    var s = section('ranks', 'Ranks', 'Step time per rank and step: a slow rank stands out as a hot row.');
-    var rk = [], st = [];
-    rs.rows.forEach(function (r) { if (rk.indexOf(r.rank) < 0) rk.push(r.rank); if (st.indexOf(r.step) < 0) st.push(r.step); });
-    rk.sort(function (a, b) { return a - b; });
-    var vals = rs.rows.map(function (r) { return r.step_us; }).filter(function (v) { return v !== null; });
-    chart(s, 'rank-heatmap', null, {
-      tooltip: {trigger: 'item', formatter: function (p) { return 'rank ' + rk[p.value[1]] + ', step ' + esc(st[p.value[0]]) + '<br>' + fmtTime(p.value[2]); }},
-      grid: {left: 70, right: 30, top: 10, bottom: 80},
-      xAxis: {type: 'category', data: st.map(String), name: 'step', nameLocation: 'middle', nameGap: 28},
-      yAxis: {type: 'category', data: rk.map(function (r) { return 'rank ' + r; })},
-      visualMap: {min: Math.min.apply(null, vals), max: Math.max.apply(null, vals), calculable: true, orient: 'horizontal', left: 'center', bottom: 0,
-                  inRange: {color: ['#e7f5ff', '#74c0fc', '#f08c00', '#c92a2a']}, formatter: function (v) { return fmtTime(v); }},
-      series: [{type: 'heatmap', data: rs.rows.map(function (r) { return [st.indexOf(r.step), rk.indexOf(r.rank), r.step_us]; })}]
-    }, rk.length > 12 ? 'tall' : '');
-    dataTable(s, 'rank_steps', rs);
-    if (table('stragglers')) dataTable(s, 'stragglers', table('stragglers'));
+    var rs = table('rank_steps'), rk = table('ranks');
+    if (!rs && !rk) return;
+    var s = section('ranks', 'Ranks', 'Step time per rank and step (a slow rank stands out as a hot row), each rank\'s average and slowest step, and its GPU time in computation and communication.');
+    if (rs && rs.rows.length) {
+      var ids = [], st = [];
+      rs.rows.forEach(function (r) { if (ids.indexOf(r.rank) < 0) ids.push(r.rank); if (st.indexOf(r.step) < 0) st.push(r.step); });
+      ids.sort(function (a, b) { return a - b; });
+      st.sort(function (a, b) { return a - b; });
+      /* the colour is the distance from the step's median over ranks, so that a step slow on
+         every rank stays calm and a straggler stands out */
+      var pct = function (r) { return r.vs_median_pct || 0; };
+      var vals = rs.rows.map(pct);
+      var lo = Math.min(0, Math.min.apply(null, vals)), hi = Math.max(1, Math.max.apply(null, vals));
+      var cell = {};
+      rs.rows.forEach(function (r) { cell[r.rank + ':' + r.step] = r; });
+      chart(s, 'rank-heatmap', 'Step time per rank and step (colour: how far over the step\'s median)', {
+        tooltip: {trigger: 'item', formatter: function (p) {
+          var r = cell[ids[p.value[1]] + ':' + st[p.value[0]]];
+          return 'rank ' + r.rank + ', step ' + esc(r.step) + '<br>' + fmtTime(r.step_us) +
+            (r.vs_median_pct !== null && r.vs_median_pct !== undefined ? ' (' + (r.vs_median_pct >= 0 ? '+' : '') + r.vs_median_pct.toFixed(1) + '% vs the step\'s median)' : '');
+        }},
+        grid: {left: 10, right: 30, top: 10, bottom: 78, containLabel: true},
+        xAxis: {type: 'category', data: st.map(String), name: 'step', nameLocation: 'middle', nameGap: 26, splitArea: {show: true}},
+        yAxis: {type: 'category', data: ids.map(function (r) { return 'rank ' + r; }), inverse: true, splitArea: {show: true}},
+        visualMap: {min: lo, max: hi, dimension: 3, calculable: true, orient: 'horizontal', left: 'center', bottom: 0, itemHeight: 220,
+                    text: ['over the median', 'at or under'], inRange: {color: ['#e7f5ff', '#a5d8ff', '#ffd8a8', '#f08c00', '#c92a2a']},
+                    formatter: function (v) { return (v > 0 ? '+' : '') + v.toFixed(1) + '%'; }},
+        series: [{type: 'heatmap', data: rs.rows.map(function (r) { return [st.indexOf(r.step), ids.indexOf(r.rank), r.step_us, pct(r)]; }),
+                  label: {show: ids.length * st.length <= 120, fontSize: 10, formatter: function (p) { return fmtAxis(p.value[2]); }},
+                  itemStyle: {borderColor: '#fff', borderWidth: 1}}]
+      }, '', Math.max(240, 130 + ids.length * 34));
+    }
+    if (rk && rk.rows.length) {
+      var g = el('div', {'class': 'grid'});
+      s.appendChild(g);
+      var names = rk.rows.map(function (r) { return 'rank ' + r.rank; });
+      var bar = {tooltip: {trigger: 'axis', axisPointer: {type: 'shadow'}, valueFormatter: fmtTime, confine: true},
+                 legend: {bottom: 0}, grid: {left: 10, right: 24, top: 12, bottom: 40, containLabel: true},
+                 xAxis: {type: 'category', data: names}, yAxis: {type: 'value', axisLabel: {formatter: fmtAxis}}};
+      function series(keys) {
+        return keys.map(function (k) {
+          return {name: k[1], type: 'bar', barGap: '10%', itemStyle: {color: k[2]}, data: rk.rows.map(function (r) { return r[k[0]]; })};
+        });
+      }
+      chart(g, 'rank-steps', 'Average and slowest step per rank',
+            Object.assign({series: series([['step_avg_us', 'average step', '#4c6ef5'], ['step_max_us', 'slowest step', '#f08c00']])}, bar));
+      if (rk.rows.some(function (r) { return r.computation_us || r.communication_us; }))
+        chart(g, 'rank-comm', 'GPU time per rank: computation and communication',
+              Object.assign({series: series([['computation_us', 'computation', '#4263eb'], ['communication_us', 'communication', '#e64980'],
+                                             ['exposed_comm_us', 'exposed communication', '#a61e4d']])}, bar));
+      dataTable(s, 'ranks', rk);
+    }
+    if (rs) dataTable(s, 'rank_steps', rs, {limit: 8});
+  }
+
+  function stragglers() {
+    var sg = table('stragglers');
+    if (!sg) return;
+    var s = section('stragglers', 'Stragglers', 'Per step, the slowest rank and how far it is over the median of the ranks (the others wait that long at the next collective).');
+    if (sg.rows.length) {
+      var rows = sg.rows.slice().sort(function (a, b) { return a.step - b.step; });
+      chart(s, 'stragglers', null, {
+        tooltip: {trigger: 'item', confine: true, formatter: function (p) {
+          var r = rows[p.dataIndex];
+          return 'step ' + esc(r.step) + ': rank ' + r.slowest_rank + ' ' + fmtTime(r.slowest_us) + '<br>median ' + fmtTime(r.median_us) +
+            ', fastest rank ' + r.fastest_rank + ' ' + fmtTime(r.fastest_us);
+        }},
+        grid: {left: 10, right: 24, top: 24, bottom: 30, containLabel: true},
+        xAxis: {type: 'category', data: rows.map(function (r) { return String(r.step); }), name: 'step', nameLocation: 'middle', nameGap: 22},
+        yAxis: {type: 'value', axisLabel: {formatter: function (v) { return v + '%'; }}, name: 'slowest rank over the median', nameTextStyle: {align: 'left'}},
+        series: [{type: 'bar', barMaxWidth: 48, data: rows.map(function (r) {
+          return {value: r.over_median_pct || 0, itemStyle: {color: color('rank ' + r.slowest_rank)}};
+        }), label: {show: rows.length <= 40, position: 'top', fontSize: 10, formatter: function (p) { return 'rank ' + rows[p.dataIndex].slowest_rank; }}}]
+      }, '', 280);
+    }
+    dataTable(s, 'stragglers', sg, {sortedBy: 'over_median_pct'});
+  }
+
+  function collectives() {
+    var co = table('collectives');
+    if (!co) return;
+    var s = section('collectives', 'Collectives', 'Each collective matched across ranks by name and call number: how much later the last rank started it than the first (the others wait that long), largest skew first.');
+    if (co.rows.length) {
+      var rows = co.rows.slice(0, 15);
+      var short = function (n) { return n.replace(/\(.*$/, ''); };
+      chart(s, 'collectives', 'Largest start skews', {
+        tooltip: {trigger: 'item', confine: true, formatter: function (p) {
+          var r = rows[p.dataIndex];
+          return esc(short(r.name)) + ' (call ' + r.call + ')<br>skew ' + fmtTime(r.start_skew_us) + ': rank ' + r.first_rank + ' first, rank ' + r.last_rank + ' last<br>duration ' + fmtTime(r.dur_min_us) + ' .. ' + fmtTime(r.dur_max_us);
+        }},
+        grid: {left: 24, right: 70, top: 8, bottom: 20, containLabel: true},
+        xAxis: {type: 'value', axisLabel: {formatter: fmtAxis}},
+        yAxis: {type: 'category', inverse: true, data: rows.map(function (r) { return short(r.name) + ' #' + r.call; }),
+                axisLabel: {width: 300, overflow: 'truncate', fontSize: 11}},
+        series: [{type: 'bar', barMaxWidth: 22, data: rows.map(function (r) { return {value: r.start_skew_us, itemStyle: {color: color('rank ' + r.last_rank)}}; }),
+                  label: {show: true, position: 'right', fontSize: 10, formatter: function (p) { return 'last: rank ' + rows[p.dataIndex].last_rank; }}}]
+      }, '', Math.max(160, 50 + rows.length * 26));
+    }
+    dataTable(s, 'collectives', co, {sortedBy: 'start_skew_us'});
   }
 
   /* ---- every other table -------------------------------------------------------------- */
@@ -557,16 +701,20 @@
     kpis();
     /* the findings come first but link to sections built after them: names known up front */
     pending = {breakdown: 'step time', timeline: 'timeline', operators: 'operators', 'gpu-idle': 'GPU idle',
-               memory: 'memory', ranks: 'ranks', tables: 'tables'};
+               memory: 'memory', ranks: 'ranks', stragglers: 'stragglers', collectives: 'collectives',
+               tables: 'tables'};
     var fs = null;
     used.findings = used.job_findings = true;
-    if (table('findings') || table('job_findings')) fs = section('findings', 'Findings', 'Ranked by the time (or memory) at stake; each links to its evidence below.');
+    if (table('findings') || table('job_findings'))
+      fs = section('findings', 'Findings', (isJob() ? 'The job\'s findings, ranked' : 'Ranked') + ' by the time (or memory) at stake; each links to its evidence below.');
     breakdown();
     timeline();
     operators();
     gpuIdle();
     memory();
     ranks();
+    stragglers();
+    collectives();
     others();
     /* keep only links to sections that exist */
     var exists = {};
