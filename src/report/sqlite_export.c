@@ -10,16 +10,17 @@
  * What SQL cannot derive cheaply is computed here, once, with the analysis' own definitions:
  * a device event's in_window (tl_gpu_scope_counts: what the Kernel view counts) and, for the ops
  * table, each event's row (op: its name, "ProfilerStep*" for the steps; NULL for events
- * PyTorch's table leaves out), self CPU, self CUDA and CUDA total as view_ops.c defines them.
- * The views then only sum.
+ * PyTorch's table leaves out), self CPU, self CUDA and CUDA total: the ops view's own per-event
+ * terms (analysis/ops_events.h). The views then only sum.
  *
- * Speed: one transaction for the whole database, prepared statements bound and reset per row,
- * journal and syncs off (a failed export is deleted, never half-read: it is written under a
- * temporary name), indexes and views made once at close, after the inserts.
+ * Speed: one transaction for the whole database, prepared statements of 16 rows each, journal
+ * and syncs off (a failed export is deleted, never half-read: it is written under a temporary
+ * name), no secondary index, views made once at close.
  */
 #include "report/sqlite_export.h"
 
 #include "analysis/attrib.h"
+#include "analysis/ops_events.h"
 #include "analysis/steps.h"
 #include "report/summary.h"
 #include "tally.h"
@@ -74,20 +75,9 @@ static const char schema[] =
     "CREATE TABLE counters(id INTEGER PRIMARY KEY, rank INTEGER NOT NULL, track INTEGER,"
     " name INTEGER, ts INTEGER, value REAL, args TEXT);";
 
-/* What a query needs to be fast: by name, by correlation id, by start. They take half the
- * export's time (sorting every row again), so no more: ranges(parent), for walking down the
- * tree, is one CREATE INDEX away (docs/sqlite.md). */
-static const char indexes[] =
-    "CREATE INDEX ranges_name ON ranges(name);"
-    "CREATE INDEX ranges_start ON ranges(rank, start);"
-    "CREATE INDEX ranges_correlation ON ranges(correlation) WHERE correlation IS NOT NULL;"
-    "CREATE INDEX kernels_name ON kernels(name);"
-    "CREATE INDEX kernels_start ON kernels(rank, start);"
-    "CREATE INDEX kernels_correlation ON kernels(correlation);"
-    "CREATE INDEX memcpy_correlation ON memcpy(correlation);"
-    "CREATE INDEX memset_correlation ON memset(correlation);"
-    "CREATE INDEX memory_ts ON memory(rank, ts);"
-    "CREATE INDEX counters_name ON counters(name, ts);";
+/* No secondary index: the views and the documented queries join on ids and string ids, the
+ * primary keys; an index costs as much as the inserts of its table (SQLite sorts every row
+ * again), so the ones a query of one's own needs are a CREATE INDEX away (docs/sqlite.md). */
 
 /* The report's main tables. Times in ns; the reports print us. */
 static const char views[] =
@@ -124,10 +114,12 @@ static const char views[] =
     " FROM steps st JOIN strings s ON s.id = st.name;";
 
 /* The args column: the event's original args object (keep_raw), else the model's argument
- * string as {"args": TEXT}. ?A is the object, ?B the string. */
-#define ARGS_SQL(A, B)                                                                             \
-    "CASE WHEN ?" #A " IS NOT NULL THEN ?" #A " WHEN ?" #B " IS NOT NULL"                          \
-    " THEN json_object('args', ?" #B ") END"
+ * string as {"args": TEXT}, else NULL. ?A is the object, ?B the string (B = A + 1).
+ *
+ * Every parameter of a statement appears once, numbered in the order it appears: the parser
+ * looks a ?N up in a list of all parameters when N is not the largest so far, which made the
+ * prepare of the batched statements quadratic (10 ms of each export). */
+#define ARGS_SQL(A, B) "coalesce(?" #A ", nullif(json_object('args', ?" #B "), '{\"args\":null}'))"
 
 enum {
     S_STRING,
@@ -157,23 +149,40 @@ static const char *const stmt_sql[S_COUNT] = {
     [S_RANGE] =
         "INSERT INTO ranges VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, " ARGS_SQL(
             13, 14) ", ?15, ?16, ?17, ?18, ?19, ?20)",
-    /* a kernel's launch parameters are in its original args (Kineto's names), when kept */
+    /* a kernel's launch parameters are in its original args (Kineto's names), when kept: the
+     * object bound to ?13-?17 and ?18 (json_extract parses it once, its cache is by text) */
     [S_KERNEL] = "INSERT INTO kernels VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12,"
-                 " json_extract(?13, '$.grid'), json_extract(?13, '$.block'),"
-                 " json_extract(?13, '$.\"registers per thread\"'),"
-                 " json_extract(?13, '$.\"shared memory\"'),"
-                 " json_extract(?13, '$.\"est. achieved occupancy %\"'), " ARGS_SQL(13, 14) ")",
+                 " json_extract(?13, '$.grid'), json_extract(?14, '$.block'),"
+                 " json_extract(?15, '$.\"registers per thread\"'),"
+                 " json_extract(?16, '$.\"shared memory\"'),"
+                 " json_extract(?17, '$.\"est. achieved occupancy %\"'), " ARGS_SQL(18, 19) ")",
     [S_MEMCPY] = "INSERT INTO memcpy VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12,"
-                 " ?15, ?16, ?17, ?18, " ARGS_SQL(13, 14) ")",
+                 " ?13, ?14, ?15, ?16, " ARGS_SQL(17, 18) ")",
     [S_MEMSET] = "INSERT INTO memset VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12,"
-                 " ?16, " ARGS_SQL(13, 14) ")",
+                 " ?13, " ARGS_SQL(14, 15) ")",
     [S_MEMORY] = "INSERT INTO memory VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
     [S_COUNTER] = "INSERT INTO counters VALUES(?1, ?2, ?3, ?4, ?5, ?6, " ARGS_SQL(7, 8) ")",
 };
 
+/* The tables of events are written BATCH rows a statement (INSERT ... VALUES (...), (...)):
+ * one sqlite3_step, reset and statement start for 16 rows instead of one each (CPU per event
+ * -15 %; more rows gain nothing more, and the prepare of a statement of N rows grows as N
+ * squared: 3 ms at 16 rows, 13 ms at 64, 50 ms at 128). A trace's rows of a table go through the
+ * batched statement while a whole batch is left, the rest through the one-row statement; in event
+ * order either way, so ids only grow and every insert appends to its B-tree. */
+enum { BATCH = 16, S_FIRST_BATCHED = S_RANGE };
+
+typedef struct batch {
+    sqlite3_stmt *many; /* BATCH rows: the parameters of row r are the one-row ones + r*stride */
+    int stride;         /* the largest parameter number of the one-row statement */
+    int at;             /* rows bound in many */
+    size_t bulk;        /* rows of this trace still to go through many */
+} batch;
+
 struct tl_sqlite {
     sqlite3 *db;
     sqlite3_stmt *st[S_COUNT];
+    batch b[S_COUNT]; /* the tables of events (from S_FIRST_BATCHED) */
     char *path, *tmp; /* the file asked for, and the name it is written under until close */
     tl_strtab strs;   /* every string of the database: id -> strings.id */
     int64_t next_id;  /* the id of the next event */
@@ -200,13 +209,57 @@ static int exec(tl_sqlite *db, const char *sql, tl_error *err)
 
 static void db_free(tl_sqlite *db)
 {
-    for (int i = 0; i < S_COUNT; i++)
+    for (int i = 0; i < S_COUNT; i++) {
         sqlite3_finalize(db->st[i]);
+        sqlite3_finalize(db->b[i].many);
+    }
     sqlite3_close(db->db);
     tl_strtab_free(&db->strs);
     free(db->path);
     free(db->tmp);
     free(db);
+}
+
+/* The statement of BATCH rows for the one-row INSERT ... VALUES(...) sql, whose parameters go
+ * up to ?stride: each row its copy of the values, the parameters renumbered. NULL when out of
+ * memory. */
+static char *batch_sql(const char *sql, int stride)
+{
+    const char *vals = strstr(sql, "VALUES(") + 6;
+    size_t head = (size_t)(vals - sql), row = strlen(vals);
+    size_t cap = head + BATCH * (row * 2 + 2) + 1; /* a renumbered ?N at most doubles */
+    char *out = malloc(cap), *w = out;
+    if (!out)
+        return NULL;
+    memcpy(w, sql, head);
+    w += head;
+    for (int r = 0; r < BATCH; r++) {
+        if (r)
+            *w++ = ',';
+        for (const char *p = vals; *p;) {
+            if (*p != '?') {
+                *w++ = *p++;
+                continue;
+            }
+            char *end;
+            long n = strtol(p + 1, &end, 10);
+            w += sprintf(w, "?%ld", n + (long)r * stride);
+            p = end;
+        }
+    }
+    *w = 0;
+    return out;
+}
+
+/* The largest parameter number of sql. */
+static int max_param(const char *sql)
+{
+    int m = 0;
+    for (const char *p = strchr(sql, '?'); p; p = strchr(p + 1, '?')) {
+        int n = atoi(p + 1);
+        m = n > m ? n : m;
+    }
+    return m;
 }
 
 tl_sqlite *tl_sqlite_open(const char *path, tl_error *err)
@@ -241,7 +294,6 @@ tl_sqlite *tl_sqlite_open(const char *path, tl_error *err)
     if (exec(db,
              "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE;"
              "PRAGMA temp_store=MEMORY; PRAGMA cache_size=-262144; PRAGMA page_size=65536;"
-             "PRAGMA threads=2;" /* CREATE INDEX sorts with a helper thread */
              "BEGIN;",
              err) != 0 ||
         exec(db, schema, err) != 0 || exec(db, "INSERT INTO strings VALUES(0, '')", err) != 0)
@@ -252,6 +304,19 @@ tl_sqlite *tl_sqlite_open(const char *path, tl_error *err)
             db_fail(db, err, "cannot prepare");
             goto fail;
         }
+    for (int i = S_FIRST_BATCHED; i < S_COUNT; i++) {
+        batch *b = &db->b[i];
+        b->stride = max_param(stmt_sql[i]);
+        char *sql = batch_sql(stmt_sql[i], b->stride);
+        int rc =
+            sql ? sqlite3_prepare_v3(db->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &b->many, NULL)
+                : SQLITE_NOMEM;
+        free(sql);
+        if (rc != SQLITE_OK) {
+            db_fail(db, err, "cannot prepare");
+            goto fail;
+        }
+    }
     return db;
 fail:
     unlink(db->tmp);
@@ -303,15 +368,56 @@ static int step(tl_sqlite *db, sqlite3_stmt *s, tl_error *err)
     return 0;
 }
 
+/* The statement to bind the next row of table k into, and in *off what to add to the one-row
+ * statement's parameter numbers. */
+static sqlite3_stmt *row_stmt(tl_sqlite *db, int k, int *off)
+{
+    batch *b = &db->b[k];
+    *off = b->bulk ? b->at * b->stride : 0;
+    return b->bulk ? b->many : db->st[k];
+}
+
+/* The row of table k is bound: write it, or its batch when full. */
+static int row_done(tl_sqlite *db, int k, tl_error *err)
+{
+    batch *b = &db->b[k];
+    if (!b->bulk)
+        return step(db, db->st[k], err);
+    if (++b->at < BATCH)
+        return 0;
+    b->at = 0;
+    b->bulk -= BATCH;
+    return step(db, b->many, err);
+}
+
+/* Rows of table k that this trace will write: all but the last n % BATCH go in batches. */
+static void rows_ahead(tl_sqlite *db, int k, size_t n)
+{
+    db->b[k].at = 0;
+    db->b[k].bulk = n - n % BATCH;
+}
+
 /* ---- the original args of an event (keep_raw) -------------------------------------------- */
 
-/* Index past the JSON string starting at s[i] (a quote). */
+/* Index past the JSON string starting at s[i] (a quote); > n when it does not end. Quotes are
+ * found with memchr: names (kernels' templates) are most of an event's text, and this scan was
+ * a quarter of the export's time when it went a character at a time. */
 static size_t skip_string(const char *s, size_t n, size_t i)
 {
-    for (i++; i < n && s[i] != '"'; i++)
-        if (s[i] == '\\')
-            i++;
-    return i + 1;
+    size_t open = i;
+    for (i++; i < n;) {
+        const char *q = memchr(s + i, '"', n - i);
+        if (!q)
+            return n + 1;
+        i = (size_t)(q - s);
+        size_t bs = 0; /* an odd run of backslashes before it escapes it */
+        while (i - bs - 1 > open && s[i - bs - 1] == '\\')
+            bs++;
+        if (bs % 2 == 0)
+            return i + 1;
+        i++;
+    }
+    return n + 1;
 }
 
 /* The value of the top-level member "args" of the compact JSON object s[0, n) when it is an
@@ -354,8 +460,10 @@ static int raw_args(const char *s, size_t n, const char **v, size_t *vn)
     return 0;
 }
 
-/* Bind the args parameters (raw object at i, the model's string at i + 1). */
-static void bind_args(sqlite3_stmt *s, int i, const tl_trace *t, const tl_event *e)
+/* Bind the args parameters (raw object at i, the model's string at i + 1); the raw object's
+ * text in *raw, *rawn (NULL: none). */
+static void bind_args(sqlite3_stmt *s, int i, const tl_trace *t, const tl_event *e,
+                      const char **raw, size_t *rawn)
 {
     const char *v = NULL;
     size_t vn = 0;
@@ -370,85 +478,18 @@ static void bind_args(sqlite3_stmt *s, int i, const tl_trace *t, const tl_event 
         bind_text(s, i + 1, t->strings.str[e->args], t->strings.len[e->args]);
     else
         sqlite3_bind_null(s, i + 1);
+    *raw = v;
+    *rawn = vn;
 }
 
-/* ---- the ops table's columns, per event ----------------------------------------------------
- * As view_ops.c computes them (its comment has the definitions): which events are rows (kind),
- * the tree of kept host events (eparent) after PyTorch's filter of utility events and its
- * merge of a same-named only child into its parent; self CPU, self CUDA, CUDA total. */
-
-enum { OP_NONE = 0, OP_HOST, OP_DEVICE };
-enum { NM_SEEN = 1, NM_DROPPED = 2, NM_STEP = 4 };
-
-typedef struct op_info {
-    int32_t eparent, nchild;
-    int8_t kind, async, merged;
-} op_info;
+/* ---- the ops table's columns, per event ------------------------------------------------
+ * The ops view's own per-event terms (analysis/ops_events.h), summed here per event instead
+ * of per row. */
 
 typedef struct op_cols {
-    op_info *in;
+    tl_ops_event *in;
     int64_t *self_cpu, *self_cuda, *cuda;
 } op_cols;
-
-static uint8_t op_name_flags(const tl_trace *t, uint8_t *named, uint32_t id)
-{
-    static const char *const dropped[] = {"[memory]",
-                                          "[OutOfMemory]",
-                                          "profiler::_record_function_enter",
-                                          "profiler::_record_function_enter_new",
-                                          "profiler::_record_function_exit",
-                                          "aten::is_leaf",
-                                          "aten::output_nr",
-                                          "aten::_version"};
-    if (id >= t->strings.count)
-        id = 0;
-    if (!named[id]) {
-        const char *n = tl_str(&t->strings, id);
-        int drop = !strncmp(n, "PyTorch Profiler (", 18);
-        for (size_t i = 0; i < sizeof dropped / sizeof *dropped && !drop; i++)
-            drop = !strcmp(n, dropped[i]);
-        named[id] =
-            NM_SEEN | (drop ? NM_DROPPED : 0) | (!strncmp(n, "ProfilerStep#", 13) ? NM_STEP : 0);
-    }
-    return named[id];
-}
-
-static int op_kind(const tl_trace *t, uint8_t *named, const tl_event *e)
-{
-    switch ((tl_cat)e->cat) {
-    case TL_CAT_KERNEL:
-    case TL_CAT_MEMCPY:
-    case TL_CAT_MEMSET:
-    case TL_CAT_GPU_USER:
-        return OP_DEVICE;
-    case TL_CAT_MEMORY:
-    case TL_CAT_COUNTER:
-    case TL_CAT_INSTANT:
-    case TL_CAT_PYTHON:
-    case TL_CAT_OVERHEAD:
-        return OP_NONE;
-    default:
-        break;
-    }
-    if ((e->flags & TL_EV_INSTANT) || e->track >= t->ntracks ||
-        t->tracks[e->track].kind != TL_TRACK_THREAD)
-        return OP_NONE;
-    return op_name_flags(t, named, e->name) & NM_DROPPED ? OP_NONE : OP_HOST;
-}
-
-static int op_annotation(const tl_event *e)
-{
-    return e->cat == TL_CAT_USER || e->cat == TL_CAT_STEP || e->cat == TL_CAT_DATALOADER ||
-           e->cat == TL_CAT_FORWARD || e->cat == TL_CAT_BACKWARD || e->cat == TL_CAT_OPTIMIZER ||
-           e->cat == TL_CAT_GPU_USER;
-}
-
-/* A device row's duration: Kineto draws a gpu_user_annotation 1 ns early and 2 ns long. */
-static int64_t op_device_dur(const tl_trace *t, const tl_event *e)
-{
-    return e->cat == TL_CAT_GPU_USER && t->source == TL_SRC_KINETO && e->dur >= 2 ? e->dur - 2
-                                                                                  : e->dur;
-}
 
 static void op_cols_free(op_cols *c)
 {
@@ -458,67 +499,35 @@ static void op_cols_free(op_cols *c)
     free(c->cuda);
 }
 
-static int op_cols_compute(const tl_trace *t, uint8_t *named, op_cols *c)
+static void add_to_event(void *ctx, int32_t ev, tl_ops_term term, int64_t ns)
 {
-    size_t n = t->nev;
-    c->in = tl_big_alloc((n ? n : 1) * sizeof *c->in);
-    c->self_cpu = tl_big_calloc(n ? n : 1, sizeof *c->self_cpu);
-    c->self_cuda = tl_big_calloc(n ? n : 1, sizeof *c->self_cuda);
-    c->cuda = tl_big_calloc(n ? n : 1, sizeof *c->cuda);
-    if (!c->in || !c->self_cpu || !c->self_cuda || !c->cuda)
+    op_cols *c = ctx;
+    switch (term) {
+    case TL_OPS_SELF_CPU:
+        c->self_cpu[ev] = tl_add_sat(c->self_cpu[ev], ns);
+        break;
+    case TL_OPS_CHILD_CPU:
+        c->self_cpu[ev] = tl_sub_sat(c->self_cpu[ev], ns);
+        break;
+    case TL_OPS_SELF_CUDA:
+        c->self_cuda[ev] = tl_add_sat(c->self_cuda[ev], ns);
+        break;
+    case TL_OPS_CUDA:
+        c->cuda[ev] = tl_add_sat(c->cuda[ev], ns);
+        break;
+    }
+}
+
+static int op_cols_compute(const tl_trace *t, op_cols *c)
+{
+    size_t n = t->nev ? t->nev : 1;
+    c->in = tl_big_alloc(n * sizeof *c->in);
+    c->self_cpu = tl_big_calloc(n, sizeof *c->self_cpu);
+    c->self_cuda = tl_big_calloc(n, sizeof *c->self_cuda);
+    c->cuda = tl_big_calloc(n, sizeof *c->cuda);
+    if (!c->in || !c->self_cpu || !c->self_cuda || !c->cuda || tl_ops_tree(t, c->in) != 0)
         return -1;
-    op_info *in = c->in;
-    for (size_t i = 0; i < n; i++) {
-        const tl_event *e = &t->ev[i];
-        op_info *x = &in[i];
-        *x = (op_info){TL_NONE, 0, (int8_t)op_kind(t, named, e), (e->flags & TL_EV_ASYNC) != 0, 0};
-        int32_t p = e->parent;
-        if (p != TL_NONE && (size_t)p < i)
-            x->eparent = (in[p].kind == OP_HOST && !in[p].async) ? p : in[p].eparent;
-        if (x->kind == OP_HOST && !x->async && x->eparent != TL_NONE)
-            in[x->eparent].nchild++;
-    }
-    for (size_t i = 0; i < n; i++) { /* _remove_dup_nodes */
-        op_info *x = &in[i];
-        int32_t p = t->ev[i].parent;
-        if (p != TL_NONE && (size_t)p < i)
-            x->eparent = (in[p].kind == OP_HOST && !in[p].async) ? p : in[p].eparent;
-        if (x->kind != OP_HOST || x->async || x->eparent == TL_NONE)
-            continue;
-        int32_t q = x->eparent;
-        int same =
-            t->ev[q].name == t->ev[i].name || ((op_name_flags(t, named, t->ev[q].name) & NM_STEP) &&
-                                               (op_name_flags(t, named, t->ev[i].name) & NM_STEP));
-        if (same && in[q].nchild == 1) {
-            in[q].nchild = x->nchild;
-            x->kind = OP_NONE;
-            x->merged = 1;
-        }
-    }
-    for (size_t i = 0; i < n; i++) {
-        const tl_event *e = &t->ev[i];
-        const op_info *x = &in[i];
-        if (x->kind == OP_DEVICE) {
-            c->self_cuda[i] = c->cuda[i] = op_device_dur(t, e);
-        } else if (x->kind == OP_HOST && !x->async) {
-            c->self_cpu[i] = tl_add_sat(c->self_cpu[i], e->dur);
-            if (x->eparent != TL_NONE)
-                c->self_cpu[x->eparent] = tl_sub_sat(c->self_cpu[x->eparent], e->dur);
-        }
-    }
-    for (size_t i = 0; i < n; i++) { /* device work: its owner's self CUDA, CUDA up the tree */
-        const tl_event *e = &t->ev[i];
-        if (!tl_is_device_work(e))
-            continue;
-        int32_t ow = tl_launch_owner(t, i, TL_OWNER_ANY_SPAN);
-        while (ow != TL_NONE && (in[ow].kind != OP_HOST || in[ow].async))
-            ow = in[ow].eparent;
-        if (ow == TL_NONE)
-            continue;
-        c->self_cuda[ow] = tl_add_sat(c->self_cuda[ow], e->dur);
-        for (int32_t a = ow; a != TL_NONE; a = in[a].eparent)
-            c->cuda[a] = tl_add_sat(c->cuda[a], e->dur);
-    }
+    tl_ops_times(t, c->in, add_to_event, c);
     return 0;
 }
 
@@ -662,23 +671,25 @@ static int add_steps(tl_sqlite *db, const tl_trace *t, int64_t rank, const uint3
 static int add_memory(tl_sqlite *db, const tl_trace *t, int64_t rank, const uint32_t *gid,
                       tl_error *err)
 {
-    sqlite3_stmt *s = db->st[S_MEMORY];
+    rows_ahead(db, S_MEMORY, t->nmem);
     for (size_t i = 0; i < t->nmem; i++) {
         const tl_memev *m = &t->mem[i];
-        bind_int(s, 1, rank);
-        bind_int(s, 2, m->ts);
-        bind_int(s, 3, m->track);
-        bind_int(s, 4, m->device);
-        bind_opt(s, 5, (int64_t)m->addr, 0);
-        bind_int(s, 6, m->bytes);
-        bind_opt(s, 7, m->total_allocated, -1);
-        bind_opt(s, 8, m->total_reserved, -1);
+        int o;
+        sqlite3_stmt *s = row_stmt(db, S_MEMORY, &o);
+        bind_int(s, o + 1, rank);
+        bind_int(s, o + 2, m->ts);
+        bind_int(s, o + 3, m->track);
+        bind_int(s, o + 4, m->device);
+        bind_opt(s, o + 5, (int64_t)m->addr, 0);
+        bind_int(s, o + 6, m->bytes);
+        bind_opt(s, o + 7, m->total_allocated, -1);
+        bind_opt(s, o + 8, m->total_reserved, -1);
         const char *cat = tl_mem_cat_name(m->category < TL_MEM_CAT_COUNT ? m->category : 0);
-        bind_text(s, 9, cat, strlen(cat));
-        bind_opt(s, 10, m->name < t->strings.count ? gid[m->name] : 0, 0);
-        bind_int(s, 11, m->flags);
-        bind_opt(s, 12, m->corr, 0);
-        if (step(db, s, err) != 0)
+        bind_text(s, o + 9, cat, strlen(cat));
+        bind_opt(s, o + 10, m->name < t->strings.count ? gid[m->name] : 0, 0);
+        bind_int(s, o + 11, m->flags);
+        bind_opt(s, o + 12, m->corr, 0);
+        if (row_done(db, S_MEMORY, err) != 0)
             return -1;
     }
     return 0;
@@ -692,6 +703,25 @@ static double now_s(void)
 }
 
 /* The events, each into its table. */
+/* The table of an event (S_RANGE ... S_COUNTER), S_COUNT for none. */
+static int event_table(const tl_trace *t, const tl_event *e)
+{
+    if (tl_is_memory_record_event(t, e))
+        return S_COUNT; /* its row of the memory table holds the same and more */
+    switch ((tl_cat)e->cat) {
+    case TL_CAT_COUNTER:
+        return S_COUNTER;
+    case TL_CAT_KERNEL:
+        return S_KERNEL;
+    case TL_CAT_MEMCPY:
+        return S_MEMCPY;
+    case TL_CAT_MEMSET:
+        return S_MEMSET;
+    default:
+        return S_RANGE;
+    }
+}
+
 static int add_events(tl_sqlite *db, const tl_trace *t, int64_t rank, const uint32_t *gid,
                       const op_cols *oc, uint32_t step_gid, tl_error *err)
 {
@@ -700,15 +730,19 @@ static int add_events(tl_sqlite *db, const tl_trace *t, int64_t rank, const uint
         tl_error_setc(err, TL_ERR_NOMEM, "%s: out of memory", db->path);
         return -1;
     }
-    uint8_t *named = calloc(t->strings.count ? t->strings.count : 1, 1);
-    int rc = named ? 0 : -1;
-    if (!named)
-        tl_error_setc(err, TL_ERR_NOMEM, "%s: out of memory", db->path);
+    /* the rows each table will get, for the batches */
+    size_t rows[S_COUNT + 1] = {0};
+    for (size_t i = 0; i < t->nev; i++)
+        rows[event_table(t, &t->ev[i])]++;
+    for (int k = S_FIRST_BATCHED; k < S_COUNT; k++)
+        rows_ahead(db, k, rows[k]);
+    int rc = 0;
     double t0 = now_s(), shown = t0;
     for (size_t i = 0; rc == 0 && i < t->nev; i++) {
         const tl_event *e = &t->ev[i];
-        if (tl_is_memory_record_event(t, e))
-            continue; /* its row of the memory table holds the same and more */
+        int k = event_table(t, e), o;
+        if (k == S_COUNT)
+            continue;
         if (db->progress && (i & 0xffff) == 0) {
             double now = now_s();
             if (now - t0 >= 1.0 && now - shown >= 0.5) {
@@ -721,80 +755,83 @@ static int add_events(tl_sqlite *db, const tl_trace *t, int64_t rank, const uint
         uint32_t name = e->name < t->strings.count ? gid[e->name] : 0;
         int64_t id = db->next_id + (int64_t)i;
         sqlite3_stmt *s;
-        if (e->cat == TL_CAT_COUNTER) {
-            s = db->st[S_COUNTER];
-            bind_int(s, 1, id);
-            bind_int(s, 2, rank);
-            bind_int(s, 3, e->track);
-            bind_int(s, 4, name);
-            bind_int(s, 5, e->ts);
-            sqlite3_bind_double(s, 6, (double)e->value / 1e3);
-            bind_args(s, 7, t, e);
-            rc = step(db, s, err);
+        const char *raw;
+        size_t rawn;
+        if (k == S_COUNTER) {
+            s = row_stmt(db, S_COUNTER, &o);
+            bind_int(s, o + 1, id);
+            bind_int(s, o + 2, rank);
+            bind_int(s, o + 3, e->track);
+            bind_int(s, o + 4, name);
+            bind_int(s, o + 5, e->ts);
+            sqlite3_bind_double(s, o + 6, (double)e->value / 1e3);
+            bind_args(s, o + 7, t, e, &raw, &rawn);
+            rc = row_done(db, S_COUNTER, err);
             continue;
         }
-        int device = e->cat == TL_CAT_KERNEL || e->cat == TL_CAT_MEMCPY || e->cat == TL_CAT_MEMSET;
-        if (device) {
-            s = db->st[e->cat == TL_CAT_KERNEL   ? S_KERNEL
-                       : e->cat == TL_CAT_MEMCPY ? S_MEMCPY
-                                                 : S_MEMSET];
-            bind_int(s, 1, id);
-            bind_int(s, 2, rank);
-            bind_int(s, 3, e->track);
-            bind_opt(s, 4, tr ? tr->device : -1, -1);
-            bind_opt(s, 5, tr ? tr->tid : -1, -1);
-            bind_int(s, 6, name);
-            bind_int(s, 7, e->ts);
-            bind_int(s, 8, e->ts + e->dur);
-            bind_int(s, 9, e->dur);
-            bind_opt(s, 10, e->corr, 0);
-            bind_opt(s, 11, e->link == TL_NONE ? -1 : db->next_id + e->link, -1);
-            bind_int(s, 12, tl_gpu_scope_counts(t, &sc, e));
-            bind_args(s, 13, t, e);
-            if (e->cat == TL_CAT_MEMCPY) {
-                const char *k = tl_memcpy_kind_name((tl_memcpy_kind)e->copy);
-                bind_text(s, 15, k, strlen(k));
-                bind_int(s, 17, (e->flags & TL_EV_PAGEABLE) != 0);
-                bind_int(s, 18, (e->flags & TL_EV_SYNC_COPY) != 0);
+        if (k != S_RANGE) { /* kernels, memcpy, memset */
+            s = row_stmt(db, k, &o);
+            bind_int(s, o + 1, id);
+            bind_int(s, o + 2, rank);
+            bind_int(s, o + 3, e->track);
+            bind_opt(s, o + 4, tr ? tr->device : -1, -1);
+            bind_opt(s, o + 5, tr ? tr->tid : -1, -1);
+            bind_int(s, o + 6, name);
+            bind_int(s, o + 7, e->ts);
+            bind_int(s, o + 8, e->ts + e->dur);
+            bind_int(s, o + 9, e->dur);
+            bind_opt(s, o + 10, e->corr, 0);
+            bind_opt(s, o + 11, e->link == TL_NONE ? -1 : db->next_id + e->link, -1);
+            bind_int(s, o + 12, tl_gpu_scope_counts(t, &sc, e));
+            if (k == S_KERNEL) {
+                bind_args(s, o + 18, t, e, &raw, &rawn);
+                for (int p = 13; p <= 17; p++)
+                    bind_text(s, o + p, raw, rawn);
+            } else if (k == S_MEMCPY) {
+                const char *kind = tl_memcpy_kind_name((tl_memcpy_kind)e->copy);
+                bind_text(s, o + 13, kind, strlen(kind));
+                bind_int(s, o + 14, e->value);
+                bind_int(s, o + 15, (e->flags & TL_EV_PAGEABLE) != 0);
+                bind_int(s, o + 16, (e->flags & TL_EV_SYNC_COPY) != 0);
+                bind_args(s, o + 17, t, e, &raw, &rawn);
+            } else {
+                bind_int(s, o + 13, e->value);
+                bind_args(s, o + 14, t, e, &raw, &rawn);
             }
-            if (e->cat != TL_CAT_KERNEL)
-                bind_int(s, 16, e->value);
-            rc = step(db, s, err);
+            rc = row_done(db, k, err);
             continue;
         }
-        s = db->st[S_RANGE];
-        bind_int(s, 1, id);
-        bind_int(s, 2, rank);
-        bind_int(s, 3, e->track);
+        s = row_stmt(db, S_RANGE, &o);
+        bind_int(s, o + 1, id);
+        bind_int(s, o + 2, rank);
+        bind_int(s, o + 3, e->track);
         const char *cat = tl_cat_name((tl_cat)e->cat);
-        bind_text(s, 4, cat, strlen(cat));
-        bind_int(s, 5, name);
-        bind_int(s, 6, e->ts);
-        bind_int(s, 7, e->ts + e->dur);
-        bind_int(s, 8, e->dur);
-        bind_opt(s, 9, e->parent == TL_NONE ? -1 : db->next_id + e->parent, -1);
-        bind_int(s, 10, e->depth);
-        bind_opt(s, 11, e->corr, 0);
-        bind_int(s, 12, e->flags);
-        bind_args(s, 13, t, e);
-        const op_info *x = &oc->in[i];
-        if (x->kind == OP_NONE) {
+        bind_text(s, o + 4, cat, strlen(cat));
+        bind_int(s, o + 5, name);
+        bind_int(s, o + 6, e->ts);
+        bind_int(s, o + 7, e->ts + e->dur);
+        bind_int(s, o + 8, e->dur);
+        bind_opt(s, o + 9, e->parent == TL_NONE ? -1 : db->next_id + e->parent, -1);
+        bind_int(s, o + 10, e->depth);
+        bind_opt(s, o + 11, e->corr, 0);
+        bind_int(s, o + 12, e->flags);
+        bind_args(s, o + 13, t, e, &raw, &rawn);
+        const tl_ops_event *x = &oc->in[i];
+        if (x->kind == TL_OPS_NONE) {
             for (int p = 15; p <= 20; p++)
-                sqlite3_bind_null(s, p);
+                sqlite3_bind_null(s, o + p);
         } else {
-            int is_step = (op_name_flags(t, named, e->name) & NM_STEP) != 0;
-            bind_int(s, 15, is_step ? step_gid : name);
-            bind_int(s, 16, x->kind == OP_DEVICE);
-            bind_int(s, 17, op_annotation(e));
-            bind_int(s, 18, oc->self_cpu[i]);
-            bind_int(s, 19, oc->self_cuda[i]);
-            bind_int(s, 20, oc->cuda[i]);
+            bind_int(s, o + 15, x->step ? step_gid : name);
+            bind_int(s, o + 16, x->kind == TL_OPS_DEVICE);
+            bind_int(s, o + 17, x->annot);
+            bind_int(s, o + 18, oc->self_cpu[i]);
+            bind_int(s, o + 19, oc->self_cuda[i]);
+            bind_int(s, o + 20, oc->cuda[i]);
         }
-        rc = step(db, s, err);
+        rc = row_done(db, S_RANGE, err);
     }
     if (db->progress && now_s() - t0 >= 1.0)
         fprintf(stderr, "\r%-70s\r", "");
-    free(named);
     tl_gpu_scope_free(&sc);
     return rc;
 }
@@ -809,12 +846,11 @@ int tl_sqlite_add_trace(tl_sqlite *db, const tl_trace *t, int64_t rank, tl_error
     tl_error e2 = {{0}};
     tl_error *er = err ? err : &e2;
     op_cols oc = {0};
-    uint8_t *named = calloc(t->strings.count ? t->strings.count : 1, 1);
     uint32_t *gid = map_strings(db, t, er);
     int rc = -1;
     if (!gid)
         goto done;
-    if (!named || op_cols_compute(t, named, &oc) != 0) {
+    if (op_cols_compute(t, &oc) != 0) {
         tl_error_setc(er, TL_ERR_NOMEM, "%s: out of memory", db->path);
         goto done;
     }
@@ -830,7 +866,6 @@ done:
         db->why = *er;
     }
     op_cols_free(&oc);
-    free(named);
     free(gid);
     return rc;
 }
@@ -844,11 +879,11 @@ int tl_sqlite_close(tl_sqlite *db, tl_error *err)
     int rc = -1;
     if (db->failed)
         *er = db->why;
-    else if (exec(db, indexes, er) == 0 && exec(db, views, er) == 0 &&
-             exec(db, "COMMIT", er) == 0) {
+    else if (exec(db, views, er) == 0 && exec(db, "COMMIT", er) == 0) {
         for (int i = 0; i < S_COUNT; i++) {
             sqlite3_finalize(db->st[i]);
-            db->st[i] = NULL;
+            sqlite3_finalize(db->b[i].many);
+            db->st[i] = db->b[i].many = NULL;
         }
         if (sqlite3_close(db->db) != SQLITE_OK)
             db_fail(db, er, "cannot close");
