@@ -172,12 +172,29 @@ static const char *const stmt_sql[S_COUNT] = {
  * order either way, so ids only grow and every insert appends to its B-tree. */
 enum { BATCH = 16, S_FIRST_BATCHED = S_RANGE };
 
+/* What a parameter holds: bindings stay across sqlite3_reset, so a value equal to the one bound
+ * before (the rank, a category, a NULL, a depth) is not bound again. */
+enum { P_UNKNOWN = 0, P_INT, P_NULL, P_TEXT };
+typedef struct param {
+    int64_t v; /* P_INT: the value; P_TEXT: the length */
+    const char *p;
+    int kind;
+} param;
+
 typedef struct batch {
     sqlite3_stmt *many; /* BATCH rows: the parameters of row r are the one-row ones + r*stride */
     int stride;         /* the largest parameter number of the one-row statement */
     int at;             /* rows bound in many */
     size_t bulk;        /* rows of this trace still to go through many */
+    param *pm, *p1;     /* what many's and the one-row statement's parameters hold */
 } batch;
+
+/* A row being bound: its statement, the offset of its parameters, what they hold. */
+typedef struct row {
+    sqlite3_stmt *s;
+    int o;
+    param *c; /* c[p]: parameter o + p */
+} row;
 
 struct tl_sqlite {
     sqlite3 *db;
@@ -212,6 +229,8 @@ static void db_free(tl_sqlite *db)
     for (int i = 0; i < S_COUNT; i++) {
         sqlite3_finalize(db->st[i]);
         sqlite3_finalize(db->b[i].many);
+        free(db->b[i].pm);
+        free(db->b[i].p1);
     }
     sqlite3_close(db->db);
     tl_strtab_free(&db->strs);
@@ -316,6 +335,12 @@ tl_sqlite *tl_sqlite_open(const char *path, tl_error *err)
             db_fail(db, err, "cannot prepare");
             goto fail;
         }
+        b->pm = calloc((size_t)(BATCH * b->stride + 1), sizeof *b->pm);
+        b->p1 = calloc((size_t)(b->stride + 1), sizeof *b->p1);
+        if (!b->pm || !b->p1) {
+            tl_error_setc(err, TL_ERR_NOMEM, "%s: out of memory", path);
+            goto fail;
+        }
     }
     return db;
 fail:
@@ -368,13 +393,65 @@ static int step(tl_sqlite *db, sqlite3_stmt *s, tl_error *err)
     return 0;
 }
 
-/* The statement to bind the next row of table k into, and in *off what to add to the one-row
- * statement's parameter numbers. */
-static sqlite3_stmt *row_stmt(tl_sqlite *db, int k, int *off)
+/* The row to bind the next row of table k into: parameter p of the one-row statement is
+ * o + p of the statement. */
+static row row_start(tl_sqlite *db, int k)
 {
     batch *b = &db->b[k];
-    *off = b->bulk ? b->at * b->stride : 0;
-    return b->bulk ? b->many : db->st[k];
+    if (!b->bulk)
+        return (row){db->st[k], 0, b->p1};
+    int o = b->at * b->stride;
+    return (row){b->many, o, b->pm + o};
+}
+
+static void r_int(row *r, int p, int64_t v)
+{
+    param *c = &r->c[p];
+    if (c->kind == P_INT && c->v == v)
+        return;
+    c->kind = P_INT;
+    c->v = v;
+    sqlite3_bind_int64(r->s, r->o + p, v);
+}
+
+static void r_null(row *r, int p)
+{
+    param *c = &r->c[p];
+    if (c->kind == P_NULL)
+        return;
+    c->kind = P_NULL;
+    sqlite3_bind_null(r->s, r->o + p);
+}
+
+/* v, or NULL when v is none */
+static void r_opt(row *r, int p, int64_t v, int64_t none)
+{
+    if (v == none)
+        r_null(r, p);
+    else
+        r_int(r, p, v);
+}
+
+/* text that stays put until the row is written (SQLITE_STATIC); NULL: NULL */
+static void r_text(row *r, int p, const char *s, size_t n)
+{
+    param *c = &r->c[p];
+    if (!s) {
+        r_null(r, p);
+        return;
+    }
+    if (c->kind == P_TEXT && c->p == s && c->v == (int64_t)n)
+        return;
+    c->kind = P_TEXT;
+    c->p = s;
+    c->v = (int64_t)n;
+    sqlite3_bind_text(r->s, r->o + p, s, (int)n, SQLITE_STATIC);
+}
+
+static void r_double(row *r, int p, double v)
+{
+    r->c[p].kind = P_UNKNOWN;
+    sqlite3_bind_double(r->s, r->o + p, v);
 }
 
 /* The row of table k is bound: write it, or its batch when full. */
@@ -390,11 +467,15 @@ static int row_done(tl_sqlite *db, int k, tl_error *err)
     return step(db, b->many, err);
 }
 
-/* Rows of table k that this trace will write: all but the last n % BATCH go in batches. */
+/* Rows of table k that this trace will write: all but the last n % BATCH go in batches. What
+ * the parameters hold is forgotten: text bound from an earlier trace may be gone. */
 static void rows_ahead(tl_sqlite *db, int k, size_t n)
 {
-    db->b[k].at = 0;
-    db->b[k].bulk = n - n % BATCH;
+    batch *b = &db->b[k];
+    b->at = 0;
+    b->bulk = n - n % BATCH;
+    memset(b->pm, 0, (size_t)(BATCH * b->stride + 1) * sizeof *b->pm);
+    memset(b->p1, 0, (size_t)(b->stride + 1) * sizeof *b->p1);
 }
 
 /* ---- the original args of an event (keep_raw) -------------------------------------------- */
@@ -461,7 +542,7 @@ static int raw_args(const char *s, size_t n, const char **v, size_t *vn)
 }
 
 /* Bind the args parameters (raw object at i, the model's string at i + 1). */
-static void bind_args(sqlite3_stmt *s, int i, const tl_trace *t, const tl_event *e)
+static void bind_args(row *r, int i, const tl_trace *t, const tl_event *e)
 {
     const char *v = NULL;
     size_t vn = 0;
@@ -471,11 +552,11 @@ static void bind_args(sqlite3_stmt *s, int i, const tl_trace *t, const tl_event 
         if (!raw_args(text, len, &v, &vn))
             v = NULL;
     }
-    bind_text(s, i, v, vn);
+    r_text(r, i, v, vn);
     if (e->args && e->args < t->strings.count)
-        bind_text(s, i + 1, t->strings.str[e->args], t->strings.len[e->args]);
+        r_text(r, i + 1, t->strings.str[e->args], t->strings.len[e->args]);
     else
-        sqlite3_bind_null(s, i + 1);
+        r_null(r, i + 1);
 }
 
 /* ---- the ops table's columns, per event ------------------------------------------------
@@ -670,21 +751,20 @@ static int add_memory(tl_sqlite *db, const tl_trace *t, int64_t rank, const uint
     rows_ahead(db, S_MEMORY, t->nmem);
     for (size_t i = 0; i < t->nmem; i++) {
         const tl_memev *m = &t->mem[i];
-        int o;
-        sqlite3_stmt *s = row_stmt(db, S_MEMORY, &o);
-        bind_int(s, o + 1, rank);
-        bind_int(s, o + 2, m->ts);
-        bind_int(s, o + 3, m->track);
-        bind_int(s, o + 4, m->device);
-        bind_opt(s, o + 5, (int64_t)m->addr, 0);
-        bind_int(s, o + 6, m->bytes);
-        bind_opt(s, o + 7, m->total_allocated, -1);
-        bind_opt(s, o + 8, m->total_reserved, -1);
+        row r = row_start(db, S_MEMORY);
+        r_int(&r, 1, rank);
+        r_int(&r, 2, m->ts);
+        r_int(&r, 3, m->track);
+        r_int(&r, 4, m->device);
+        r_opt(&r, 5, (int64_t)m->addr, 0);
+        r_int(&r, 6, m->bytes);
+        r_opt(&r, 7, m->total_allocated, -1);
+        r_opt(&r, 8, m->total_reserved, -1);
         const char *cat = tl_mem_cat_name(m->category < TL_MEM_CAT_COUNT ? m->category : 0);
-        bind_text(s, o + 9, cat, strlen(cat));
-        bind_opt(s, o + 10, m->name < t->strings.count ? gid[m->name] : 0, 0);
-        bind_int(s, o + 11, m->flags);
-        bind_opt(s, o + 12, m->corr, 0);
+        r_text(&r, 9, cat, strlen(cat));
+        r_opt(&r, 10, m->name < t->strings.count ? gid[m->name] : 0, 0);
+        r_int(&r, 11, m->flags);
+        r_opt(&r, 12, m->corr, 0);
         if (row_done(db, S_MEMORY, err) != 0)
             return -1;
     }
@@ -736,7 +816,7 @@ static int add_events(tl_sqlite *db, const tl_trace *t, int64_t rank, const uint
     double t0 = now_s(), shown = t0;
     for (size_t i = 0; rc == 0 && i < t->nev; i++) {
         const tl_event *e = &t->ev[i];
-        int k = event_table(t, e), o;
+        int k = event_table(t, e);
         if (k == S_COUNT)
             continue;
         if (db->progress && (i & 0xffff) == 0) {
@@ -750,75 +830,75 @@ static int add_events(tl_sqlite *db, const tl_trace *t, int64_t rank, const uint
         const tl_track *tr = e->track < t->ntracks ? &t->tracks[e->track] : NULL;
         uint32_t name = e->name < t->strings.count ? gid[e->name] : 0;
         int64_t id = db->next_id + (int64_t)i;
-        sqlite3_stmt *s;
+        row r;
         if (k == S_COUNTER) {
-            s = row_stmt(db, S_COUNTER, &o);
-            bind_int(s, o + 1, id);
-            bind_int(s, o + 2, rank);
-            bind_int(s, o + 3, e->track);
-            bind_int(s, o + 4, name);
-            bind_int(s, o + 5, e->ts);
-            sqlite3_bind_double(s, o + 6, (double)e->value / 1e3);
-            bind_args(s, o + 7, t, e);
+            r = row_start(db, S_COUNTER);
+            r_int(&r, 1, id);
+            r_int(&r, 2, rank);
+            r_int(&r, 3, e->track);
+            r_int(&r, 4, name);
+            r_int(&r, 5, e->ts);
+            r_double(&r, 6, (double)e->value / 1e3);
+            bind_args(&r, 7, t, e);
             rc = row_done(db, S_COUNTER, err);
             continue;
         }
         if (k != S_RANGE) { /* kernels, memcpy, memset */
-            s = row_stmt(db, k, &o);
-            bind_int(s, o + 1, id);
-            bind_int(s, o + 2, rank);
-            bind_int(s, o + 3, e->track);
-            bind_opt(s, o + 4, tr ? tr->device : -1, -1);
-            bind_opt(s, o + 5, tr ? tr->tid : -1, -1);
-            bind_int(s, o + 6, name);
-            bind_int(s, o + 7, e->ts);
-            bind_int(s, o + 8, e->ts + e->dur);
-            bind_int(s, o + 9, e->dur);
-            bind_opt(s, o + 10, e->corr, 0);
-            bind_opt(s, o + 11, e->link == TL_NONE ? -1 : db->next_id + e->link, -1);
-            bind_int(s, o + 12, tl_gpu_scope_counts(t, &sc, e));
+            r = row_start(db, k);
+            r_int(&r, 1, id);
+            r_int(&r, 2, rank);
+            r_int(&r, 3, e->track);
+            r_opt(&r, 4, tr ? tr->device : -1, -1);
+            r_opt(&r, 5, tr ? tr->tid : -1, -1);
+            r_int(&r, 6, name);
+            r_int(&r, 7, e->ts);
+            r_int(&r, 8, e->ts + e->dur);
+            r_int(&r, 9, e->dur);
+            r_opt(&r, 10, e->corr, 0);
+            r_opt(&r, 11, e->link == TL_NONE ? -1 : db->next_id + e->link, -1);
+            r_int(&r, 12, tl_gpu_scope_counts(t, &sc, e));
             if (k == S_KERNEL) {
-                bind_args(s, o + 13, t, e);
+                bind_args(&r, 13, t, e);
             } else if (k == S_MEMCPY) {
                 const char *kind = tl_memcpy_kind_name((tl_memcpy_kind)e->copy);
-                bind_text(s, o + 13, kind, strlen(kind));
-                bind_int(s, o + 14, e->value);
-                bind_int(s, o + 15, (e->flags & TL_EV_PAGEABLE) != 0);
-                bind_int(s, o + 16, (e->flags & TL_EV_SYNC_COPY) != 0);
-                bind_args(s, o + 17, t, e);
+                r_text(&r, 13, kind, strlen(kind));
+                r_int(&r, 14, e->value);
+                r_int(&r, 15, (e->flags & TL_EV_PAGEABLE) != 0);
+                r_int(&r, 16, (e->flags & TL_EV_SYNC_COPY) != 0);
+                bind_args(&r, 17, t, e);
             } else {
-                bind_int(s, o + 13, e->value);
-                bind_args(s, o + 14, t, e);
+                r_int(&r, 13, e->value);
+                bind_args(&r, 14, t, e);
             }
             rc = row_done(db, k, err);
             continue;
         }
-        s = row_stmt(db, S_RANGE, &o);
-        bind_int(s, o + 1, id);
-        bind_int(s, o + 2, rank);
-        bind_int(s, o + 3, e->track);
+        r = row_start(db, S_RANGE);
+        r_int(&r, 1, id);
+        r_int(&r, 2, rank);
+        r_int(&r, 3, e->track);
         const char *cat = tl_cat_name((tl_cat)e->cat);
-        bind_text(s, o + 4, cat, strlen(cat));
-        bind_int(s, o + 5, name);
-        bind_int(s, o + 6, e->ts);
-        bind_int(s, o + 7, e->ts + e->dur);
-        bind_int(s, o + 8, e->dur);
-        bind_opt(s, o + 9, e->parent == TL_NONE ? -1 : db->next_id + e->parent, -1);
-        bind_int(s, o + 10, e->depth);
-        bind_opt(s, o + 11, e->corr, 0);
-        bind_int(s, o + 12, e->flags);
-        bind_args(s, o + 13, t, e);
+        r_text(&r, 4, cat, strlen(cat));
+        r_int(&r, 5, name);
+        r_int(&r, 6, e->ts);
+        r_int(&r, 7, e->ts + e->dur);
+        r_int(&r, 8, e->dur);
+        r_opt(&r, 9, e->parent == TL_NONE ? -1 : db->next_id + e->parent, -1);
+        r_int(&r, 10, e->depth);
+        r_opt(&r, 11, e->corr, 0);
+        r_int(&r, 12, e->flags);
+        bind_args(&r, 13, t, e);
         const tl_ops_event *x = &oc->in[i];
         if (x->kind == TL_OPS_NONE) {
             for (int p = 15; p <= 20; p++)
-                sqlite3_bind_null(s, o + p);
+                r_null(&r, p);
         } else {
-            bind_int(s, o + 15, x->step ? step_gid : name);
-            bind_int(s, o + 16, x->kind == TL_OPS_DEVICE);
-            bind_int(s, o + 17, x->annot);
-            bind_int(s, o + 18, oc->self_cpu[i]);
-            bind_int(s, o + 19, oc->self_cuda[i]);
-            bind_int(s, o + 20, oc->cuda[i]);
+            r_int(&r, 15, x->step ? step_gid : name);
+            r_int(&r, 16, x->kind == TL_OPS_DEVICE);
+            r_int(&r, 17, x->annot);
+            r_int(&r, 18, oc->self_cpu[i]);
+            r_int(&r, 19, oc->self_cuda[i]);
+            r_int(&r, 20, oc->cuda[i]);
         }
         rc = row_done(db, S_RANGE, err);
     }
