@@ -503,10 +503,20 @@ static size_t skip_string(const char *s, size_t n, size_t i)
 
 /* The value of the top-level member "args" of the compact JSON object s[0, n) when it is an
  * object: its text in *v, *vn. Returns 1 when found. */
+/* The index of the next quote or bracket at or after s[i], n when none: the characters the scan
+ * of an event's text stops at, found by a table (the scan is most of bind_args' time). */
+static size_t next_mark(const char *s, size_t n, size_t i)
+{
+    static const uint8_t mark[256] = {['"'] = 1, ['{'] = 1, ['}'] = 1, ['['] = 1, [']'] = 1};
+    while (i < n && !mark[(uint8_t)s[i]])
+        i++;
+    return i;
+}
+
 static int raw_args(const char *s, size_t n, const char **v, size_t *vn)
 {
     int depth = 0;
-    for (size_t i = 0; i < n;) {
+    for (size_t i = next_mark(s, n, 0); i < n; i = next_mark(s, n, i)) {
         char c = s[i];
         if (c == '"') {
             size_t b = i;
@@ -516,14 +526,14 @@ static int raw_args(const char *s, size_t n, const char **v, size_t *vn)
             size_t vb = ++i;
             if (i >= n || s[i] != '{')
                 return 0;
-            for (int d = 0; i < n;) {
+            for (int d = 0; i < n; i = next_mark(s, n, i)) {
                 if (s[i] == '"') {
                     i = skip_string(s, n, i);
                     continue;
                 }
                 if (s[i] == '{' || s[i] == '[')
                     d++;
-                else if ((s[i] == '}' || s[i] == ']') && --d == 0) {
+                else if (--d == 0) { /* } or ] */
                     *v = s + vb;
                     *vn = i + 1 - vb;
                     return 1;
@@ -534,7 +544,7 @@ static int raw_args(const char *s, size_t n, const char **v, size_t *vn)
         }
         if (c == '{' || c == '[')
             depth++;
-        else if (c == '}' || c == ']')
+        else
             depth--;
         i++;
     }
