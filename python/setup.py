@@ -106,7 +106,8 @@ def torch_extension():
         sources=[src],
         language="c++",
         include_dirs=[inc, api, os.path.join(ROOT, "include"), os.path.join(HERE, "tally")],
-        define_macros=[("_GLIBCXX_USE_CXX11_ABI", str(abi))],
+        # NDEBUG as torch's release build: its headers change RecordFunction's layout without it
+        define_macros=[("_GLIBCXX_USE_CXX11_ABI", str(abi)), ("NDEBUG", "1")],
         extra_compile_args=["-std=c++17", "-fvisibility=hidden"],
         library_dirs=[lib],
         libraries=["c10", "torch_cpu"],
