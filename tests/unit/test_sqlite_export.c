@@ -187,6 +187,69 @@ TEST(real_ranks_of_one_job_in_one_database)
     unlink(path);
 }
 
+/* 37 kernels and 37 operators (two statements of 16 rows and 5 rows alone), values that change
+ * from row to row or not (NULL and a number in turns, the same rank): every row keeps its own,
+ * in two traces of one database, the first freed before the second is built. */
+static void build_rows(tl_trace *t)
+{
+    tl_trace_init(t);
+    uint32_t host = tl_trace_track(t, TL_TRACK_THREAD, 10, 11, -1);
+    uint32_t stream = tl_trace_track(t, TL_TRACK_STREAM, 10, 7, 0);
+    for (int i = 1; i <= 37; i++) {
+        tl_event *op = fx_span(t, host, TL_CAT_OPERATOR, "op", i * 100, 50);
+        if (i % 2)
+            op->args = tl_intern(&t->strings, "[[1]]", 5);
+        fx_span(t, stream, TL_CAT_KERNEL, "k", i * 100 + 60, i)->corr = i % 2 ? i : 0;
+    }
+    CHECK_EQ_INT(tl_trace_finish(t), 0);
+}
+
+TEST(batched_rows_keep_every_value)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/rows.sqlite", tmpdir);
+    tl_error err = {{0}};
+    tl_sqlite *db = tl_sqlite_open(path, &err);
+    CHECK(db != NULL);
+    if (!db)
+        return;
+    for (int r = 0; r < 2; r++) {
+        tl_trace t;
+        build_rows(&t);
+        CHECK_EQ_INT(tl_sqlite_add_trace(db, &t, r, &err), 0);
+        tl_trace_free(&t);
+    }
+    CHECK_EQ_INT(tl_sqlite_close(db, &err), 0);
+    sqlite3 *q = NULL;
+    CHECK_EQ_INT(sqlite3_open_v2(path, &q, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    for (int r = 0; r < 2; r++) {
+        char sql[256];
+        snprintf(sql, sizeof sql, "SELECT count(*) FROM kernels WHERE rank = %d", r);
+        CHECK_EQ_INT(query_int(q, sql), 37);
+        snprintf(sql, sizeof sql, "SELECT sum(duration) FROM kernels WHERE rank = %d", r);
+        CHECK_EQ_INT(query_int(q, sql), 37 * 38 / 2);
+        snprintf(sql, sizeof sql, "SELECT sum(correlation) FROM kernels WHERE rank = %d", r);
+        CHECK_EQ_INT(query_int(q, sql), 19 * 19); /* 1 + 3 + ... + 37 */
+        snprintf(sql, sizeof sql,
+                 "SELECT count(*) FROM kernels WHERE rank = %d AND (duration %% 2 = 1) ="
+                 " (correlation IS NULL)",
+                 r);
+        CHECK_EQ_INT(query_int(q, sql), 0);
+        snprintf(sql, sizeof sql,
+                 "SELECT count(*) FROM ranges WHERE rank = %d AND args = '{\"args\":\"[[1]]\"}'",
+                 r);
+        CHECK_EQ_INT(query_int(q, sql), 19);
+        snprintf(
+            sql, sizeof sql,
+            "SELECT count(*) FROM ranges WHERE rank = %d AND args IS NULL AND start / 100 %% 2 = 0",
+            r);
+        CHECK_EQ_INT(query_int(q, sql), 18);
+    }
+    CHECK_EQ_INT(query_int(q, "SELECT count(DISTINCT id) FROM kernels"), 74);
+    sqlite3_close(q);
+    unlink(path);
+}
+
 int main(void)
 {
     if (!mkdtemp(tmpdir)) {
@@ -197,6 +260,7 @@ int main(void)
     RUN(unwritable_path_is_an_io_error);
     RUN(existing_file_is_replaced);
     RUN(real_ranks_of_one_job_in_one_database);
+    RUN(batched_rows_keep_every_value);
     rmdir(tmpdir);
     return test_summary();
 }
