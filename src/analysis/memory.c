@@ -732,17 +732,21 @@ void tl_mem_group_name(const tl_trace *t, const tl_mem_group *g, char *buf, size
         snprintf(buf, n, "%s", tl_str(&t->strings, g->owner));
 }
 
-static int cmp_group(const void *a, const void *b)
+/* Largest first; equal sizes (a model's parameters and their gradients) by the owner's and the
+ * caller's names, then the category: an order of the trace's content, not of the string ids its
+ * reader happened to give (a .tally file and its JSON export give them in other orders). */
+static int group_before(const tl_mem_group *x, const tl_mem_group *y, const tl_trace *t)
 {
-    const tl_mem_group *x = a, *y = b;
     if (x->bytes != y->bytes)
-        return x->bytes < y->bytes ? 1 : -1;
-    if (x->owner != y->owner)
-        return x->owner < y->owner ? -1 : 1;
-    if (x->caller != y->caller)
-        return x->caller < y->caller ? -1 : 1;
-    return (int)x->category - (int)y->category;
+        return x->bytes > y->bytes;
+    int c = x->owner == y->owner
+                ? 0
+                : strcmp(tl_str(&t->strings, x->owner), tl_str(&t->strings, y->owner));
+    if (!c && x->caller != y->caller)
+        c = strcmp(tl_str(&t->strings, x->caller), tl_str(&t->strings, y->caller));
+    return c ? c < 0 : x->category < y->category;
 }
+TL_NATURAL_MERGE_SORT(sort_groups, tl_mem_group, const tl_trace *, group_before)
 
 int tl_mem_group_blocks(const tl_trace *t, const tl_mem *m, int32_t device,
                         int (*keep)(const tl_mem_block *b, const void *arg), const void *arg,
@@ -779,8 +783,16 @@ int tl_mem_group_blocks(const tl_trace *t, const tl_mem *m, int32_t device,
         free(g);
         return -1;
     }
-    if (n > 1)
-        qsort(g, n, sizeof *g, cmp_group);
+    if (n > 1) {
+        tl_mem_group *tmp = malloc(n * sizeof *tmp), *res = tmp ? sort_groups(g, tmp, n, t) : NULL;
+        if (res == tmp && tmp)
+            memcpy(g, tmp, n * sizeof *g);
+        free(tmp);
+        if (!res) {
+            free(g);
+            return -1;
+        }
+    }
     *out = g;
     *nout = n;
     return 0;
