@@ -1038,6 +1038,37 @@ TEST(groups_by_owner_and_category)
     release(&t, &m);
 }
 
+/* Groups of equal size come in the order of their owners' names, whatever ids the reader gave
+ * those names (a .tally file and its JSON export intern them in other orders). */
+TEST(equal_groups_in_name_order)
+{
+    for (int order = 0; order < 2; order++) {
+        tl_trace t;
+        uint32_t th = new_trace(&t, TL_SRC_TALLY);
+        static const char *const names[2] = {"zeta_block", "alpha_block"};
+        for (int k = 0; k < 2; k++) /* interned in either order */
+            tl_intern(&t.strings, names[k ^ order], strlen(names[k ^ order]));
+        for (int k = 0; k < 2; k++) {
+            fx_ev(&t, th, TL_CAT_USER, names[k], 100 + 100 * k, 50);
+            rec(&t, th, 0, 110 + 100 * k, 4096, 0x1000 + 0x1000 * (uint64_t)k);
+        }
+        tl_mem m;
+        if (computed(&t, &m) != 0)
+            return;
+        tl_mem_group *g = NULL;
+        size_t n = 0;
+        CHECK_EQ_INT(tl_mem_group_blocks(&t, &m, 0, keep_all, NULL, &g, &n), 0);
+        char buf[128];
+        CHECK_EQ_INT(n, 2);
+        for (size_t i = 0; i < n && i < 2; i++) {
+            tl_mem_group_name(&t, &g[i], buf, sizeof buf);
+            CHECK_STR(buf, names[1 - i]);
+        }
+        free(g);
+        release(&t, &m);
+    }
+}
+
 /* ---- 10. the view ------------------------------------------------------------------------- */
 
 static int chain_is(const tl_table *tab, const char *const *titles, int n)
@@ -1471,6 +1502,7 @@ int main(void)
     RUN(layout_tree_totals_order_and_category_roots);
     RUN(layout_tree_wide);
     RUN(groups_by_owner_and_category);
+    RUN(equal_groups_in_name_order);
     RUN(view_tables_and_cells);
     RUN(json_reader_memory_events);
     RUN(json_reader_bad_addresses_and_sizes);
