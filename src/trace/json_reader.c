@@ -310,6 +310,17 @@ static inline char peek(jr *r, const char *expected)
     return r->buf[i];
 }
 
+/* After a member or an element: ',' (1: another follows) or the closing bracket (0), both
+ * consumed; anything else fails with expected ("',' or '}' in args"). */
+static inline int another(jr *r, char close, const char *expected)
+{
+    char c = peek(r, close == '}' ? "',' or '}'" : "',' or ']'");
+    if (c != ',' && c != close)
+        fail(r, expected);
+    r->pos++;
+    return c == ',';
+}
+
 static inline void expect(jr *r, char c, const char *what)
 {
     if (peek(r, what) != c)
@@ -1060,16 +1071,8 @@ static void parse_args(jr *r, raw_event *ev)
         }
         if (!handled)
             skip_value(r);
-        c = peek(r, "',' or '}'");
-        if (c == ',') {
-            r->pos++;
-            continue;
-        }
-        if (c == '}') {
-            r->pos++;
+        if (!another(r, '}', "',' or '}' in args"))
             return;
-        }
-        fail(r, "',' or '}' in args");
     }
 }
 
@@ -1145,16 +1148,8 @@ static void parse_event_fields(jr *r, raw_event *ev)
         }
         if (!handled)
             skip_value(r);
-        char c = peek(r, "',' or '}'");
-        if (c == ',') {
-            r->pos++;
-            continue;
-        }
-        if (c == '}') {
-            r->pos++;
+        if (!another(r, '}', "',' or '}' after an event field"))
             return;
-        }
-        fail(r, "',' or '}' after an event field");
     }
 }
 
@@ -1714,14 +1709,8 @@ static void parse_device_props(jr *r)
                 } else {
                     skip_value(r);
                 }
-                c = peek(r, "',' or '}'");
-                r->pos++;
-                if (c == '}')
+                if (!another(r, '}', "',' or '}' in a device"))
                     break;
-                if (c != ',') {
-                    r->pos--;
-                    fail(r, "',' or '}' in a device");
-                }
             }
         } else {
             r->pos++;
@@ -1736,14 +1725,8 @@ static void parse_device_props(jr *r)
                 d->cc_minor = (int32_t)mi;
             }
         }
-        char c = peek(r, "',' or ']'");
-        r->pos++;
-        if (c == ']')
+        if (!another(r, ']', "',' or ']' in deviceProperties"))
             return;
-        if (c != ',') {
-            r->pos--;
-            fail(r, "',' or ']' in deviceProperties");
-        }
     }
 }
 
@@ -1770,14 +1753,8 @@ static void parse_thread_loss(jr *r, struct tl_thread_loss *l)
         } else {
             skip_value(r);
         }
-        c = peek(r, "',' or '}'");
-        r->pos++;
-        if (c == '}')
+        if (!another(r, '}', "',' or '}' in a thread's losses"))
             return;
-        if (c != ',') {
-            r->pos--;
-            fail(r, "',' or '}' in a thread's losses");
-        }
     }
 }
 
@@ -1800,14 +1777,8 @@ static void parse_thread_losses(jr *r)
         }
         t->thread_losses = nl;
         t->thread_losses[t->nthread_losses++] = l;
-        char c = peek(r, "',' or ']'");
-        r->pos++;
-        if (c == ']')
+        if (!another(r, ']', "',' or ']' in thread_losses"))
             return;
-        if (c != ',') {
-            r->pos--;
-            fail(r, "',' or ']' in thread_losses");
-        }
     }
 }
 
@@ -1869,14 +1840,8 @@ static void parse_tally_member(jr *r)
         } else {
             skip_value(r);
         }
-        c = peek(r, "',' or '}'");
-        r->pos++;
-        if (c == '}')
+        if (!another(r, '}', "',' or '}' in tally"))
             return;
-        if (c != ',') {
-            r->pos--;
-            fail(r, "',' or '}' in tally");
-        }
     }
 }
 
@@ -1900,14 +1865,8 @@ static void parse_dist_info(jr *r)
         } else {
             skip_value(r);
         }
-        c = peek(r, "',' or '}'");
-        r->pos++;
-        if (c == '}')
+        if (!another(r, '}', "',' or '}' in distributedInfo"))
             return;
-        if (c != ',') {
-            r->pos--;
-            fail(r, "',' or '}' in distributedInfo");
-        }
     }
 }
 
@@ -2042,16 +2001,7 @@ static int run(jr *r)
             break;
         }
         case TOP_AFTER: {
-            char c = peek(r, "',' or '}'");
-            r->pos++;
-            if (c == ',')
-                state = TOP_KEY;
-            else if (c == '}')
-                state = TOP_DONE;
-            else {
-                r->pos--;
-                fail(r, "',' or '}' between top-level members");
-            }
+            state = another(r, '}', "',' or '}' between top-level members") ? TOP_KEY : TOP_DONE;
             break;
         }
         case ARR_FIRST:
@@ -2078,16 +2028,9 @@ static int run(jr *r)
             break;
         }
         case ARR_AFTER: {
-            char c = peek(r, "',' or ']'");
-            r->pos++;
-            if (c == ',')
-                state = ARR_VALUE;
-            else if (c == ']')
-                state = bare ? TOP_DONE : TOP_AFTER;
-            else {
-                r->pos--;
-                fail(r, "',' or ']' between events");
-            }
+            state = another(r, ']', "',' or ']' between events") ? ARR_VALUE
+                    : bare                                       ? TOP_DONE
+                                                                 : TOP_AFTER;
             break;
         }
         case TOP_DONE: {
