@@ -14,6 +14,7 @@
  * Exit status: 0; 1 when the session or the report fails; 2 on a usage error.
  */
 #include "analysis/memory.h"
+#include "trace/now.h"
 #include "cli/commands.h"
 #include "cli/runner.h"
 #include "record/env_check.h"
@@ -295,13 +296,6 @@ static void print_memory(const struct demo *d, const llama_model *m, const struc
             llama_param_count(m), g, os, a, tmp, ap);
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* One profiled session of the workload with the model's current RMSNorm kind; prints its
  * report and fills st from the trace. Returns 0, or 1 on a failure (message printed). */
 static int run_variant(struct demo *d, llama_model *m, const char *name, struct variant_stats *st)
@@ -339,10 +333,10 @@ static int run_variant(struct demo *d, llama_model *m, const char *name, struct 
     fprintf(stderr, "tally demo: %d steps, rmsnorm %s, %d x %d tokens per step\n", c->steps,
             llama_rmsnorm_name(c->rmsnorm), c->batch, c->seq);
     float loss = llama_step(m, -1); /* the skipped warm-up step */
-    double t1 = now_s();
+    double t1 = tl_now_s();
     for (int i = 0; i < c->steps; i++)
         loss = llama_step(m, i);
-    double dt = now_s() - t1;
+    double dt = tl_now_s() - t1;
     rc = tally_stop();
     fprintf(stderr,
             "tally demo: %d steps in %.2f s (wall, writing the trace included), loss %.4f\n",

@@ -19,6 +19,7 @@
  * usage error.
  */
 #include "analysis/job.h"
+#include "trace/now.h"
 #include "cli/commands.h"
 #include "cli/runner.h"
 #include "report/sqlite_export.h"
@@ -92,13 +93,6 @@ static int default_output(const char *in, int format, char *out, size_t cap)
     if (w >= 0 && (size_t)w < cap && strcmp(out, in) == 0)
         w = snprintf(out, cap, "%.*s.export.pt.trace.json.gz", (int)n, in);
     return w >= 0 && (size_t)w < cap ? 0 : -1;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* True when name ends in suffix. */
@@ -250,7 +244,7 @@ int cmd_export(int argc, char **argv)
             return 0;
         setsid();
     }
-    double t0 = now_s();
+    double t0 = tl_now_s();
     tl_trace t;
     tl_trace_init(&t);
     t.keep_raw = 1; /* a JSON input is written as it was read: every event, field and member */
@@ -268,7 +262,7 @@ int cmd_export(int argc, char **argv)
             status = cli_write_chrome(command.verb, &t, a.out);
         nev = t.nev;
     }
-    double dt = now_s() - t0;
+    double dt = tl_now_s() - t0;
     if (status == 0 && strcmp(a.out, "-") != 0 && dt > 1.0)
         fprintf(stderr, "tally export: %zu events written to %s in %.1f s\n", nev, a.out, dt);
     tl_trace_free(&t);

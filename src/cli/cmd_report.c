@@ -16,11 +16,7 @@
 #include "report/html_report.h"
 #include "report/summary.h"
 
-#include <errno.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 /* The state of one invocation. */
 struct report_args {
@@ -111,56 +107,9 @@ static int check_views(void *state, tl_error *err)
             return -1;
         }
         a->job.out = a->html;
+        a->job.html = 1;
     }
     return tl_report_check_views(a->ro.views, err);
-}
-
-/* --html of a job: its JSON report (cmd_job.c) into a temporary file, then the page around it. */
-static int copy_json(FILE *out, void *arg, tl_error *err)
-{
-    char buf[65536];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, arg)) > 0)
-        fwrite(buf, 1, n, out);
-    if (ferror(arg)) {
-        tl_error_setc(err, TL_ERR_IO, "cannot read the job's report back");
-        return -1;
-    }
-    return 0;
-}
-
-static int html_job(struct report_args *a)
-{
-    char tmp[] = "/tmp/tally-job-XXXXXX";
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        fprintf(stderr, "tally report: cannot create a temporary file: %s\n", strerror(errno));
-        return 1;
-    }
-    close(fd);
-    cli_job j = a->job;
-    j.fmt = TL_FMT_JSON;
-    j.out = tmp;
-    int status = cli_report_job(a->paths, &j, a->threads);
-    FILE *in = status == 0 ? fopen(tmp, "r") : NULL, *out = NULL;
-    if (status == 0 && (!in || !(out = fopen(a->html, "w")))) {
-        fprintf(stderr, "tally report: cannot write %s: %s\n", a->html, strerror(errno));
-        status = 1;
-    }
-    if (out) {
-        tl_error err = {{0}};
-        /* "Job"; the page names it "Job: N ranks (a..b)" from its ranks table */
-        if (tl_html_write(out, "Job", copy_json, in, NULL, &err) != 0)
-            status = cli_fail("report", &err);
-        if ((ferror(out) | (fclose(out) != 0)) && !status) {
-            fprintf(stderr, "tally report: error writing %s: %s\n", a->html, strerror(errno));
-            status = 1;
-        }
-    }
-    if (in)
-        fclose(in);
-    unlink(tmp);
-    return status;
 }
 
 /* One trace goes on to the runner; a folder, several files or a job's JSON report (the merge
@@ -174,9 +123,7 @@ static int takeover(void *state)
         a->job.files[0] = a->paths[0];
         return CLI_CONTINUE;
     }
-    if (!a->html)
-        return cli_report_job(a->paths, &a->job, a->threads);
-    return html_job(a);
+    return cli_report_job(a->paths, &a->job, a->threads);
 }
 
 int cmd_report(int argc, char **argv)

@@ -24,6 +24,29 @@ int cli_fail(const char *verb, const tl_error *err)
     return cli_status(err);
 }
 
+FILE *cli_open_out(const char *verb, const char *path)
+{
+    if (!path || !strcmp(path, "-"))
+        return stdout;
+    FILE *f = fopen(path, "w");
+    if (!f)
+        fprintf(stderr, "tally %s: cannot write %s: %s\n", verb, path, strerror(errno));
+    return f;
+}
+
+int cli_close_out(const char *verb, FILE *f, const char *path, int status)
+{
+    if (f == stdout)
+        return status;
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad) {
+        fprintf(stderr, "tally %s: error writing %s: %s\n", verb, path, strerror(errno));
+        if (!status)
+            status = 1;
+    }
+    return status;
+}
+
 int cli_load(const char *verb, tl_trace *t, const char *path, int progress)
 {
     tl_error err = {{0}};
@@ -147,8 +170,7 @@ int cli_main(const cli_command *c, int argc, char **argv, cli_job *job)
         status = cli_fail(verb, &err);
         goto done;
     }
-    if (job->out && strcmp(job->out, "-") != 0 && !(out = fopen(job->out, "w"))) {
-        fprintf(stderr, "tally %s: cannot write %s: %s\n", verb, job->out, strerror(errno));
+    if (!(out = cli_open_out(verb, job->out))) {
         status = 1;
         goto done;
     }
@@ -158,14 +180,7 @@ int cli_main(const cli_command *c, int argc, char **argv, cli_job *job)
     } else {
         write_tables(out, job, t, n, tab);
     }
-    if (out != stdout) {
-        int bad = ferror(out);
-        if (fclose(out) != 0 || bad) {
-            fprintf(stderr, "tally %s: error writing %s: %s\n", verb, job->out, strerror(errno));
-            if (!status)
-                status = 1;
-        }
-    }
+    status = cli_close_out(verb, out, job->out, status);
 done:
     tl_table_free(tab);
     for (int k = 0; k < n; k++)

@@ -26,6 +26,7 @@ typedef struct cli_job {
     int fmt;              /* --format: a tl_format */
     int unit;             /* --unit: a tl_unit */
     int wide;             /* --wide: text names printed whole */
+    int html;             /* --html: out gets the report as a page (tally report) */
     /* The verb's part, one of the two. views: the tables to write after the traces' loss
      * warnings (NULL with err set on failure). render: writes the whole output itself (tally
      * report: tl_report_write, which writes the warnings too); 0, or -1 with err set. */
@@ -75,6 +76,14 @@ int cli_status(const tl_error *err);
 
 /* Print "tally VERB: <err->msg>" and return cli_status(err). */
 int cli_fail(const char *verb, const tl_error *err);
+
+/* Open path for writing (NULL or "-": standard output). NULL after printing "tally VERB:
+ * cannot write PATH: why". */
+FILE *cli_open_out(const char *verb, const char *path);
+/* Close what cli_open_out gave (standard output stays open: main checks it at exit). Returns
+ * status, or 1 after printing "tally VERB: error writing PATH" when the writes failed and
+ * status was 0. */
+int cli_close_out(const char *verb, FILE *f, const char *path, int status);
 
 /* tl_load, then tl_trace_finish when the reader did not. Returns 0, or the exit status after
  * printing the error. progress: a progress line on stderr for long reads. */

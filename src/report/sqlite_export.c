@@ -18,6 +18,7 @@
  * name), no secondary index, views made once at close.
  */
 #include "report/sqlite_export.h"
+#include "trace/now.h"
 
 #include "analysis/attrib.h"
 #include "analysis/ops_events.h"
@@ -782,13 +783,6 @@ static int add_memory(tl_sqlite *db, const tl_trace *t, int64_t rank, const uint
     return 0;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* The events, each into its table. */
 /* The table of an event (S_RANGE ... S_COUNTER), S_COUNT for none. */
 static int event_table(const tl_trace *t, const tl_event *e)
@@ -824,14 +818,14 @@ static int add_events(tl_sqlite *db, const tl_trace *t, int64_t rank, const uint
     for (int k = S_FIRST_BATCHED; k < S_COUNT; k++)
         rows_ahead(db, k, rows[k]);
     int rc = 0;
-    double t0 = now_s(), shown = t0;
+    double t0 = tl_now_s(), shown = t0;
     for (size_t i = 0; rc == 0 && i < t->nev; i++) {
         const tl_event *e = &t->ev[i];
         int k = event_table(t, e);
         if (k == S_COUNT)
             continue;
         if (db->progress && (i & 0xffff) == 0) {
-            double now = now_s();
+            double now = tl_now_s();
             if (now - t0 >= 1.0 && now - shown >= 0.5) {
                 shown = now;
                 fprintf(stderr, "\rwriting %s: %zu of %zu events", db->path, i, t->nev);
@@ -913,7 +907,7 @@ static int add_events(tl_sqlite *db, const tl_trace *t, int64_t rank, const uint
         }
         rc = row_done(db, S_RANGE, err);
     }
-    if (db->progress && now_s() - t0 >= 1.0)
+    if (db->progress && tl_now_s() - t0 >= 1.0)
         fprintf(stderr, "\r%-70s\r", "");
     tl_gpu_scope_free(&sc);
     return rc;

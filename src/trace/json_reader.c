@@ -15,6 +15,7 @@
  * input already dropped from the buffer is read again to count them.
  */
 #include "trace/checked.h"
+#include "trace/now.h"
 #include "trace/grow_array.h"
 #include "trace/model.h"
 
@@ -189,18 +190,11 @@ __attribute__((noreturn)) static void need_more(jr *r, const char *expected)
 
 /* ---- input ------------------------------------------------------------------------------- */
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static void show_progress(jr *r, int final)
 {
     if (!r->progress)
         return;
-    double t = now_s();
+    double t = tl_now_s();
     if (!final && (t - r->t_start < 1.0 || t - r->t_last < 0.5))
         return;
     r->t_last = t;
@@ -2305,7 +2299,7 @@ int tl_read_json_fd(tl_trace *t, int fd, const char *path, int progress, tl_erro
     r.err = err;
     r.name = path;
     r.progress = progress;
-    r.t_start = r.t_last = now_s();
+    r.t_start = r.t_last = tl_now_s();
     r.fd = fd;
     unsigned char magic[2] = {0, 0};
     ssize_t m = pread(r.fd, magic, 2, 0);
