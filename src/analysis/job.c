@@ -175,6 +175,17 @@ int64_t tl_rank_from_path(const char *path)
     return rank_in(dir, (size_t)(end - dir));
 }
 
+void tl_job_number_ranks(int64_t *rank, size_t n)
+{
+    int64_t next = 0;
+    for (size_t i = 0; i < n; i++)
+        if (rank[i] >= next)
+            next = tl_add_sat(rank[i], 1);
+    for (size_t i = 0; i < n; i++)
+        if (rank[i] < 0)
+            rank[i] = next++;
+}
+
 int64_t tl_job_trace_rank(const tl_trace *t, const char *path, const char **from)
 {
     int64_t r = t->rank >= 0 ? t->rank : tl_rank_from_path(path);
@@ -379,15 +390,21 @@ int tl_job_load(tl_job *job, char *const *paths, size_t n, int threads, int prog
         tl_error_setc(err, TL_ERR_NOMEM, "out of memory");
         return -1;
     }
-    for (size_t i = 0; i < n; i++)
-        if (!tl_job_is_summary(paths[i]))
+    /* a trace or a job report: looked at once (it opens the file) */
+    char *is_sum = calloc(n, 1);
+    for (size_t i = 0; is_sum && i < n; i++)
+        if (!(is_sum[i] = (char)tl_job_is_summary(paths[i])))
             traces[ntr++] = paths[i];
+    if (!is_sum) {
+        tl_error_setc(err, TL_ERR_NOMEM, "out of memory");
+        rc = -1;
+    }
     nslots = ntr;
     for (size_t i = 0; i < n && rc == 0; i++) {
         tl_rank *rk;
         char **nm;
         size_t nr, nn;
-        if (!tl_job_is_summary(paths[i]))
+        if (!is_sum[i])
             continue;
         if (tl_job_summary_read(paths[i], &rk, &nr, &nm, &nn, err) != 0) {
             rc = -1;
@@ -421,6 +438,7 @@ int tl_job_load(tl_job *job, char *const *paths, size_t n, int threads, int prog
             free(nm[k]);
         free(nm);
     }
+    free(is_sum);
     if (rc != 0) {
         for (size_t i = ntr; i < nslots; i++) {
             tl_rank_free(&slots[i].r);
@@ -466,14 +484,18 @@ int tl_job_load(tl_job *job, char *const *paths, size_t n, int threads, int prog
             *err = p.slots[i].err;
             rc = -1;
         }
-    /* ranks nothing names: after the named ones, in file order */
-    int64_t next = 0;
-    for (size_t i = 0; i < n; i++)
-        if (p.slots[i].r.rank >= next)
-            next = tl_add_sat(p.slots[i].r.rank, 1);
-    for (size_t i = 0; i < n; i++)
-        if (p.slots[i].r.rank < 0)
-            p.slots[i].r.rank = next++;
+    int64_t *rk = malloc(n * sizeof *rk);
+    for (size_t i = 0; rk && i < n; i++)
+        rk[i] = p.slots[i].r.rank;
+    if (rk)
+        tl_job_number_ranks(rk, n);
+    for (size_t i = 0; rk && i < n; i++)
+        p.slots[i].r.rank = rk[i];
+    if (!rk && rc == 0) {
+        tl_error_setc(err, TL_ERR_NOMEM, "out of memory");
+        rc = -1;
+    }
+    free(rk);
     /* one table of collective names for the job */
     tl_strtab all;
     tl_strtab_init(&all);
@@ -661,12 +683,18 @@ static const tl_col jf_cols[JF_N] = {
  * over the steps in which it was the slowest. */
 #define STRAGGLER_PCT 5.0
 
+/* The index of rank in job->ranks (sorted by rank, ranks unique). */
 static size_t rank_index(const tl_job *job, int64_t rank)
 {
-    for (size_t i = 0; i < job->n; i++)
-        if (job->ranks[i].rank == rank)
-            return i;
-    return 0;
+    size_t lo = 0, hi = job->n;
+    while (lo + 1 < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (job->ranks[mid].rank <= rank)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
 }
 
 tl_table *tl_job_views(const tl_job *job, int top, tl_error *err)

@@ -99,6 +99,9 @@ int tl_job_summary_read(const char *path, tl_rank **ranks, size_t *nranks, char 
  * "file name", "order"). */
 int64_t tl_job_trace_rank(const tl_trace *t, const char *path, const char **from);
 
+/* Number the ranks nothing names (-1): after the largest named one, in their order. */
+void tl_job_number_ranks(int64_t *rank, size_t n);
+
 /* The rank a file name gives ("rank3", "rank-3", "rank_3" in its last two path components, any
  * case), or -1. */
 int64_t tl_rank_from_path(const char *path);

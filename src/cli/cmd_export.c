@@ -148,13 +148,19 @@ static int export_job(const char *const *args, const char *out)
     int status = 0;
     if (!ranks)
         tl_error_setc(&err, TL_ERR_NOMEM, "out of memory");
-    int64_t next = 0;
+    char *later = calloc(n ? n : 1, 1); /* rank unknown: added in pass 1 */
+    if (!later && status == 0) {
+        tl_error_setc(&err, TL_ERR_NOMEM, "out of memory");
+        status = -1;
+    }
     /* pass 0: the traces whose rank is known; pass 1: the rest, numbered after them */
-    for (int pass = 0; db && status == 0 && pass < 2; pass++)
+    for (int pass = 0; db && later && status == 0 && pass < 2; pass++) {
+        if (pass == 1)
+            tl_job_number_ranks(ranks, n);
         for (size_t i = 0; i < n && status == 0; i++) {
-            if (pass == 1 && ranks[i] >= 0)
+            if (pass == 1 && !later[i])
                 continue;
-            if (tl_job_is_summary(files[i])) {
+            if (pass == 0 && tl_job_is_summary(files[i])) {
                 tl_error_setc(&err, TL_ERR_USAGE,
                               "%s is a job report (ranks' summaries), not a trace: export the "
                               "traces",
@@ -170,11 +176,9 @@ static int export_job(const char *const *args, const char *out)
                 break;
             }
             const char *from;
-            int64_t r = tl_job_trace_rank(&t, files[i], &from);
-            if (pass == 0)
-                ranks[i] = r;
-            if (pass == 1)
-                r = ranks[i] = next;
+            if (pass == 0 && (ranks[i] = tl_job_trace_rank(&t, files[i], &from)) < 0)
+                later[i] = 1;
+            int64_t r = ranks[i];
             if (r >= 0) {
                 for (size_t k = 0; k < n && status == 0; k++)
                     if (k != i && ranks[k] == r && (k < i || pass == 1)) {
@@ -184,11 +188,11 @@ static int export_job(const char *const *args, const char *out)
                     }
                 if (status == 0 && tl_sqlite_add_trace(db, &t, r, &err) != 0)
                     status = -1;
-                if (r >= next)
-                    next = r + 1;
             }
             tl_trace_free(&t);
         }
+    }
+    free(later);
     if (status > 0) { /* cli_load printed its error */
         tl_sqlite_close(db, &err);
     } else if (!db || tl_sqlite_close(db, &err) != 0 || status != 0) {
