@@ -559,10 +559,17 @@ static void bind_args(row *r, int i, const tl_trace *t, const tl_event *e)
     const char *v = NULL;
     size_t vn = 0;
     if (t->raw_kept && e->raw && e->raw != TL_RAW_ELSEWHERE && e->raw <= t->raw.n) {
-        size_t len;
-        const char *text = tl_raw_text(&t->raw, e->raw, &len);
-        if (!raw_args(text, len, &v, &vn))
+        /* the reader marked where the args object is; found in the text only when it could
+         * not say (a text of over 4 GB) */
+        int m = tl_raw_marked(&t->raw, e->raw, &v, &vn);
+        if (m < 0) {
+            size_t len;
+            const char *text = tl_raw_text(&t->raw, e->raw, &len);
+            if (!raw_args(text, len, &v, &vn))
+                v = NULL;
+        } else if (m == 0) {
             v = NULL;
+        }
     }
     r_text(r, i, v, vn);
     if (e->args && e->args < t->strings.count)

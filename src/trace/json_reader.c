@@ -99,6 +99,11 @@ typedef struct jr {
     char *scratch;
     size_t scratch_n, scratch_cap;
 
+    /* keep_raw: where the current event's args object is, for the SQLite export's args column
+     * (args_e 0: none; only the first "args" member counts) */
+    size_t args_b, args_e;
+    int args_seen;
+
     /* tally's export: the trace had no wall clock (baseTimeNanoseconds is no Unix time) */
     int no_wall_clock;
     /* tally's export: (step, samples) of each step with "tally samples" */
@@ -1120,10 +1125,18 @@ static void parse_event_fields(jr *r, raw_event *ev)
                 else
                     skip_value(r);
             } else if (EQ(k, "args")) {
-                if (peek(r, "an object") == '{')
+                int first = !r->args_seen;
+                r->args_seen = 1;
+                if (peek(r, "an object") == '{') {
+                    size_t b = r->pos;
                     parse_args(r, ev);
-                else
+                    if (first) {
+                        r->args_b = b;
+                        r->args_e = r->pos;
+                    }
+                } else {
                     skip_value(r);
+                }
             } else
                 handled = 0;
             break;
@@ -1866,10 +1879,16 @@ static void parse_dist_info(jr *r)
 
 /* ---- raw text (keep_raw) ---------------------------------------------------------------- */
 
-/* Keep buf[start, r->pos) as text; returns its id. */
-static uint32_t keep_text(jr *r, size_t start)
+/* Keep buf[start, r->pos) as text, with the args object at buf[args_b, args_e) marked (args_e
+ * 0: none); returns its id. */
+static uint32_t keep_text(jr *r, size_t start, size_t args_b, size_t args_e)
 {
-    uint32_t id = tl_raw_add(&r->t->raw, r->buf + start, r->pos - start);
+    size_t mb = 0, mn = 0;
+    if (args_e > args_b && args_b >= start && args_e <= r->pos) {
+        mb = args_b - start;
+        mn = args_e - args_b;
+    }
+    uint32_t id = tl_raw_add(&r->t->raw, r->buf + start, r->pos - start, mb, mn);
     if (!id) {
         tl_error_setc(r->err, TL_ERR_NOMEM, "%s: out of memory keeping the events' text", r->name);
         longjmp(r->jb, JR_ERROR);
@@ -1897,7 +1916,7 @@ static void push_id(jr *r, uint32_t **ids, size_t *n, size_t *cap, uint32_t id)
 static void keep_element(jr *r, size_t start, size_t nev0)
 {
     tl_trace *t = r->t;
-    uint32_t id = keep_text(r, start);
+    uint32_t id = keep_text(r, start, r->args_b, r->args_e);
     if (t->nev > nev0) {
         t->ev[nev0].raw = id;
         for (size_t i = nev0 + 1; i < t->nev; i++)
@@ -1912,7 +1931,7 @@ static void keep_member(jr *r, size_t start)
 {
     tl_trace *t = r->t;
     size_t n = t->nraw_members, cap = t->cap_raw_members;
-    push_id(r, &t->raw_members, &n, &cap, keep_text(r, start));
+    push_id(r, &t->raw_members, &n, &cap, keep_text(r, start, 0, 0));
     t->nraw_members = (uint32_t)n;
     t->cap_raw_members = (uint32_t)cap;
 }
@@ -2007,6 +2026,8 @@ static int run(jr *r)
                 break;
             }
             size_t start = r->pos, nev0 = r->t->nev;
+            r->args_b = r->args_e = 0;
+            r->args_seen = 0;
             if (c == '{') {
                 raw_event ev;
                 memset(&ev, 0, offsetof(raw_event, pid));

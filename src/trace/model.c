@@ -16,6 +16,10 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -302,12 +306,63 @@ void tl_trace_free(tl_trace *t)
     free(t->track_slots_);
     free(t->raw.buf);
     free(t->raw.end);
+    free(t->raw.mark);
     free(t->raw_other);
     free(t->raw_members);
     memset(t, 0, sizeof *t);
 }
 
-uint32_t tl_raw_add(tl_raw *r, const char *text, size_t n)
+/* Copy JSON text s[0, n) to o without the whitespace outside strings (Kineto indents every
+ * event); n must end outside a string. Returns the end of what was written, which is at most
+ * o + n: strings are copied 16 bytes at a time where SSE2 is there (names are most of an
+ * event's text), each store within the n bytes the input took. */
+static char *compact(char *o, const char *s, size_t n)
+{
+    static const uint8_t ws[256] = {[' '] = 1, ['\n'] = 1, ['\t'] = 1, ['\r'] = 1};
+    size_t i = 0;
+    while (i < n) {
+        char c = s[i++];
+        if (ws[(uint8_t)c])
+            continue;
+        *o++ = c;
+        if (c != '"')
+            continue;
+        for (;;) { /* in a string: up to its next quote or backslash */
+#ifdef __SSE2__
+            const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\');
+            while (i + 16 <= n) {
+                __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+                _mm_storeu_si128((__m128i *)(void *)o, v);
+                unsigned m = (unsigned)_mm_movemask_epi8(
+                    _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash)));
+                if (m) {
+                    unsigned k = (unsigned)__builtin_ctz(m);
+                    i += k;
+                    o += k;
+                    goto mark;
+                }
+                i += 16;
+                o += 16;
+            }
+#endif
+            while (i < n && s[i] != '"' && s[i] != '\\')
+                *o++ = s[i++];
+            if (i >= n)
+                return o;
+#ifdef __SSE2__
+        mark:
+#endif
+            *o++ = s[i++];
+            if (s[i - 1] == '"')
+                break;
+            if (i < n) /* the escaped character */
+                *o++ = s[i++];
+        }
+    }
+    return o;
+}
+
+uint32_t tl_raw_add(tl_raw *r, const char *text, size_t n, size_t mark_b, size_t mark_n)
 {
     if (r->n == UINT32_MAX - 1 || n > SIZE_MAX / 2 - r->len)
         return 0;
@@ -317,6 +372,10 @@ uint32_t tl_raw_add(tl_raw *r, const char *text, size_t n)
         if (!ne)
             return 0;
         r->end = ne;
+        uint32_t *nm = tl_big_realloc(r->mark, (size_t)nc * 2 * sizeof *nm);
+        if (!nm)
+            return 0;
+        r->mark = nm;
         r->cap_n = nc;
     }
     if (r->len + n > r->cap) {
@@ -329,21 +388,22 @@ uint32_t tl_raw_add(tl_raw *r, const char *text, size_t n)
         r->buf = nb;
         r->cap = nc;
     }
-    /* whitespace outside strings goes: Kineto indents every event */
-    char *o = r->buf + r->len;
-    int in_str = 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = text[i];
-        if (in_str) {
-            *o++ = c;
-            if (c == '\\' && i + 1 < n)
-                *o++ = text[++i];
-            else if (c == '"')
-                in_str = 0;
-        } else if (c != ' ' && c != '\n' && c != '\t' && c != '\r') {
-            *o++ = c;
-            in_str = c == '"';
+    char *o0 = r->buf + r->len, *o = o0;
+    uint32_t *m = r->mark + 2 * (size_t)r->n;
+    m[0] = m[1] = 0;
+    if (mark_n && mark_b <= n && mark_n <= n - mark_b) {
+        o = compact(o, text, mark_b);
+        char *mo = o;
+        o = compact(o, text + mark_b, mark_n);
+        if ((size_t)(mo - o0) < TL_RAW_UNMARKED && (size_t)(o - mo) <= UINT32_MAX) {
+            m[0] = (uint32_t)(mo - o0);
+            m[1] = (uint32_t)(o - mo);
+        } else {
+            m[0] = TL_RAW_UNMARKED;
         }
+        o = compact(o, text + mark_b + mark_n, n - mark_b - mark_n);
+    } else {
+        o = compact(o, text, n);
     }
     r->len = (size_t)(o - r->buf);
     r->end[r->n++] = r->len;

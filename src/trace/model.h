@@ -151,21 +151,42 @@ typedef struct tl_raw {
     char *buf; /* the texts, one after another */
     size_t len, cap;
     size_t *end; /* text id i (1-based) is buf[end[i - 2] (0 for i = 1), end[i - 1]) */
+    /* mark[2 (i - 1)], mark[2 (i - 1) + 1]: where in text i the part the reader marked is (an
+     * event's args object), as offset and length in the kept text; length 0: none marked;
+     * offset TL_RAW_UNMARKED: too far in to say, look for it */
+    uint32_t *mark;
     uint32_t n, cap_n;
 } tl_raw;
+
+#define TL_RAW_UNMARKED UINT32_MAX
 
 #define TL_RAW_ELSEWHERE                                                                           \
     UINT32_MAX /* tl_event.raw of an event whose text another carries (a                           \
                   counter event's second value) */
 
-/* Append text (n bytes of JSON, compacted); returns its id (>= 1), or 0 when out of memory. */
-uint32_t tl_raw_add(tl_raw *r, const char *text, size_t n);
+/* Append text (n bytes of JSON, compacted) with the part text[mark_b, mark_b + mark_n) marked
+ * (mark_n 0: none; the part must begin and end outside strings); returns its id (>= 1), or 0
+ * when out of memory. */
+uint32_t tl_raw_add(tl_raw *r, const char *text, size_t n, size_t mark_b, size_t mark_n);
 /* The text of id (1 <= id <= r->n), not NUL-terminated, and its length. */
 static inline const char *tl_raw_text(const tl_raw *r, uint32_t id, size_t *len)
 {
     size_t b = id >= 2 ? r->end[id - 2] : 0;
     *len = r->end[id - 1] - b;
     return r->buf + b;
+}
+/* The marked part of text id: 1 with it in *p, *n; 0 when none was marked; -1 when it was
+ * too far into the text to say (look for it in the text). */
+static inline int tl_raw_marked(const tl_raw *r, uint32_t id, const char **p, size_t *n)
+{
+    uint32_t off = r->mark[2 * (size_t)(id - 1)], len = r->mark[2 * (size_t)(id - 1) + 1];
+    if (off == TL_RAW_UNMARKED)
+        return -1;
+    if (!len)
+        return 0;
+    *p = r->buf + (id >= 2 ? r->end[id - 2] : 0) + off;
+    *n = len;
+    return 1;
 }
 
 typedef enum tl_track_kind {

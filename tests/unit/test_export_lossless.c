@@ -163,11 +163,125 @@ TEST(bad_input_is_still_one_error)
     tl_trace_free(&t);
 }
 
+/* Each event's args object is marked in its kept text (the SQLite export's args column reads
+ * it there): the first top-level "args" of the event only, not one inside a string or a nested
+ * object, nor a later one; none when args is no object or absent. */
+TEST(each_events_args_object_is_marked)
+{
+    static const char marked[] =
+        "[{\"ph\": \"X\", \"name\": \"k \\\"args\\\": {1}\", \"pid\": 1, \"tid\": 1, \"ts\": 1, "
+        "\"dur\": 1, \"x\": {\"args\": {\"no\": 1}}, \"args\" : { \"a\" : [1, {\"b\": \"}\"}] } "
+        ", \"args\": {\"later\": 1}},\n"
+        " {\"ph\": \"X\", \"name\": \"n\", \"pid\": 1, \"tid\": 1, \"ts\": 3, \"dur\": 1, "
+        "\"args\": 5},\n"
+        " {\"ph\": \"X\", \"name\": \"m\", \"pid\": 1, \"tid\": 1, \"ts\": 5, \"dur\": 1}]";
+    static const char *const want[] = {"{\"a\":[1,{\"b\":\"}\"}]}", NULL, NULL};
+    tl_trace t;
+    tl_trace_init(&t);
+    t.keep_raw = 1;
+    tl_error err = {{0}};
+    CHECK(tl_read_json_mem(&t, marked, sizeof marked - 1, "marked", &err) == 0);
+    CHECK_EQ_INT(t.nev, 3);
+    for (size_t i = 0; i < t.nev && i < 3; i++) {
+        const char *p = NULL;
+        size_t n = 0;
+        int m = tl_raw_marked(&t.raw, t.ev[i].raw, &p, &n);
+        CHECK_EQ_INT(m, want[i] != NULL);
+        if (m == 1 && want[i])
+            CHECK(n == strlen(want[i]) && memcmp(p, want[i], n) == 0);
+    }
+    tl_trace_free(&t);
+}
+
+/* The old one-character-at-a-time compaction, the reference for the vectorised one. */
+static size_t compact_ref(char *o, const char *s, size_t n)
+{
+    size_t k = 0;
+    int in_str = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (in_str) {
+            o[k++] = c;
+            if (c == '\\' && i + 1 < n)
+                o[k++] = s[++i];
+            else if (c == '"')
+                in_str = 0;
+        } else if (c != ' ' && c != '\n' && c != '\t' && c != '\r') {
+            o[k++] = c;
+            in_str = c == '"';
+        }
+    }
+    return k;
+}
+
+/* Random texts of blanks, punctuation and strings of every length (escapes anywhere, also at a
+ * 16-byte boundary) compact as the reference does, and a part marked between strings is found
+ * at the reference's offset. */
+TEST(raw_text_compacts_like_the_reference)
+{
+    static const char pieces[] = " \n\t\r{}[],:0123456789";
+    static const char inner[] = "ab \t\"\\/n{}:,xyz";
+    unsigned seed = 12345;
+    char text[600], ref[600];
+    for (int round = 0; round < 3000; round++) {
+        size_t n = 0, mark_b = 0, mark_e = 0;
+        int marks = 0;
+        while (n < 480) {
+            seed = seed * 1103515245u + 12345u;
+            unsigned r = (seed >> 8) % 100;
+            if (r < 10 && marks < 2) { /* a mark boundary: outside strings */
+                if (marks++ == 0)
+                    mark_b = n;
+                else
+                    mark_e = n;
+            } else if (r < 60) {
+                text[n++] = pieces[(seed >> 16) % (sizeof pieces - 1)];
+            } else { /* a string */
+                text[n++] = '"';
+                size_t len = (seed >> 12) % 40;
+                for (size_t j = 0; j < len && n < 590; j++) {
+                    seed = seed * 1103515245u + 12345u;
+                    char c = inner[(seed >> 16) % (sizeof inner - 1)];
+                    if (c == '"' || c == '\\') {
+                        text[n++] = '\\';
+                        text[n++] = c;
+                    } else {
+                        text[n++] = c;
+                    }
+                }
+                text[n++] = '"';
+            }
+        }
+        if (marks < 2)
+            mark_e = n;
+        tl_raw r = {0};
+        uint32_t id = tl_raw_add(&r, text, n, mark_b, mark_e - mark_b);
+        CHECK(id == 1);
+        size_t len = 0;
+        const char *got = tl_raw_text(&r, id, &len);
+        size_t want = compact_ref(ref, text, n);
+        CHECK(len == want && memcmp(got, ref, len) == 0);
+        const char *p = NULL;
+        size_t pn = 0;
+        int m = tl_raw_marked(&r, id, &p, &pn);
+        size_t before = compact_ref(ref, text, mark_b);
+        size_t part = compact_ref(ref, text + mark_b, mark_e - mark_b);
+        CHECK_EQ_INT(m, part > 0);
+        if (m == 1)
+            CHECK(p == got + before && pn == part);
+        free(r.buf);
+        free(r.end);
+        free(r.mark);
+    }
+}
+
 int main(void)
 {
     RUN(every_element_and_member_is_written_as_read);
     RUN(export_reads_back_the_same);
     RUN(without_keep_raw_nothing_is_kept);
     RUN(bad_input_is_still_one_error);
+    RUN(each_events_args_object_is_marked);
+    RUN(raw_text_compacts_like_the_reference);
     return test_summary();
 }
