@@ -320,6 +320,10 @@ typedef struct tl_trace {
      * order, and the top-level members but traceEvents in raw_members. raw_kept: the reader
      * did (a JSON input read with keep_raw); the Chrome writer then writes those texts. */
     int keep_raw, raw_kept;
+    /* Threads the JSON reader parses a plain (not gzip) file with: 0 = TALLY_THREADS, else the
+     * available cores; 1 = one. Set by the caller before loading; the model is the same for any
+     * count. (A gzip file is inflated in a thread of its own and parsed in the caller's.) */
+    int read_threads;
     tl_raw raw;
     uint32_t *raw_other, *raw_members;
     size_t nraw_other, cap_raw_other;
