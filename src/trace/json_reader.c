@@ -20,12 +20,14 @@
 #include "trace/model.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 #ifdef __SSE2__
@@ -35,6 +37,18 @@
 #define BLOCK (4u << 20)
 
 enum { JR_NEED_MORE = 1, JR_ERROR = 2 };
+
+/* How run() reads: the whole input; as the driver of a parallel read (it stops at each element
+ * of traceEvents for the parts to take over); or as one part of a window (parse.c's threads). */
+enum { JR_WHOLE = 0, JR_DRIVER, JR_PART };
+
+/* What run() returns besides 0 (done) and -1 (error). */
+enum {
+    RUN_ELEMENT = 1,    /* driver: at the start of an element of traceEvents */
+    RUN_STOP = 2,       /* part: at the first element that starts at or past its limit */
+    RUN_INCOMPLETE = 3, /* part: the window ends inside the unit at mark */
+    RUN_ARRAY_END = 4   /* part: past the ']' that ends traceEvents */
+};
 
 /* A piece of the input (or of scratch). 16 bytes, so that functions return it in registers: a
  * bigger struct goes back through memory, and reading it back stalls on store forwarding. */
@@ -54,6 +68,12 @@ typedef struct flow {
     uint8_t start;    /* 's' (1) or 'f'/'t' (0) */
     uint8_t bp_e;     /* binds to the enclosing slice */
 } flow;
+
+/* An E event whose B a part did not see (it is in an earlier part), for the merge. */
+typedef struct pending_end {
+    uint32_t track;
+    int64_t ts;
+} pending_end;
 
 typedef struct jr {
     /* input */
@@ -103,6 +123,23 @@ typedef struct jr {
      * (args_e 0: none; only the first "args" member counts) */
     size_t args_b, args_e;
     int args_seen;
+
+    /* where run() is: a state of the parser (TOP_*, ARR_*), and whether traceEvents is the
+     * whole input (a bare array) */
+    int state, bare;
+    /* JR_WHOLE, JR_DRIVER (one: parse one element before stopping at the next) or JR_PART
+     * (limit: stop at the first element that starts at or past it) */
+    int mode, one;
+    size_t limit;
+    /* A part keeps what only the merge can settle: E events of earlier parts' B; events whose
+     * category depends on an earlier "CPU functions" pid; thread names, in order. */
+    pending_end *pend;
+    size_t npend, cap_pend;
+    uint32_t *undecided;
+    size_t nundecided, cap_undecided;
+    uint32_t (*names)[2];
+    size_t nnames, cap_names;
+    int unsafe; /* see cannot_carry */
 
     /* tally's export: the trace had no wall clock (baseTimeNanoseconds is no Unix time) */
     int no_wall_clock;
@@ -175,6 +212,8 @@ static void describe(jr *r, size_t pos, char *out, size_t n)
 
 __attribute__((noreturn)) static void fail(jr *r, const char *expected)
 {
+    if (r->mode == JR_PART) /* the driver reads the unit again and says where */
+        longjmp(r->jb, JR_ERROR);
     uint64_t line, col;
     where(r, r->pos, &line, &col);
     char found[32];
@@ -1307,14 +1346,46 @@ static jstr strip_paddle_suffix(jstr s)
     return s;
 }
 
+/* A part meets what only a pass in file order reads right: the driver reads the rest of the
+ * file in one pass (hostile input only; see is_part_sid and merge_part). */
+__attribute__((noreturn)) static void cannot_carry(jr *r)
+{
+    r->unsafe = 1;
+    longjmp(r->jb, JR_ERROR);
+}
+
+/* A part's stand-in for the id of a name: PART_SID + its string id in the part, made the
+ * trace's own (-id - 1) by the merge. */
+#define PART_SID  INT64_MIN
+#define PART_SIDS (INT64_C(1) << 32)
+static inline int is_part_sid(int64_t v)
+{
+    return v < PART_SID + PART_SIDS;
+}
+
 static int64_t id_value(jr *r, idval id)
 {
     if (!id.set)
         return 0;
-    if (id.numeric)
+    if (id.numeric) {
+        if (r->mode == JR_PART && is_part_sid(id.v))
+            cannot_carry(r); /* a number a part's stand-in for a name could equal */
         return id.v;
+    }
     /* a name without a number ("Spans"): a stable negative id */
-    return -(int64_t)intern_js(r, id.s) - 1;
+    uint32_t sid = intern_js(r, id.s);
+    return r->mode == JR_PART ? PART_SID + sid : -(int64_t)sid - 1;
+}
+
+/* Append the item of `size` bytes at item to the array *a of *n (capacity *cap). */
+static void part_push(jr *r, void **a, size_t *n, size_t *cap, size_t size, const void *item)
+{
+    if (tl_grow_array(a, cap, *n + 1, size) != 0) {
+        tl_error_setc(r->err, TL_ERR_NOMEM, "%s: out of memory", r->name);
+        longjmp(r->jb, JR_ERROR);
+    }
+    memcpy((char *)*a + *n * size, item, size);
+    ++*n;
 }
 
 static void push_stack(jr *r, uint32_t track, int32_t idx)
@@ -1456,6 +1527,8 @@ static void copy_kind(tl_event *e, jstr name)
 
 static void add_flow(jr *r, const raw_event *ev)
 {
+    /* the ids first: a part may stop at one (id_value), and then nothing is added */
+    int64_t id = id_value(r, ev->id), pid = id_value(r, ev->pid), tid = id_value(r, ev->tid);
     if (r->nflows == r->cap_flows) {
         size_t nc = r->cap_flows ? r->cap_flows * 2 : 1024;
         flow *nf = tl_big_realloc(r->flows, nc * sizeof *nf);
@@ -1467,10 +1540,10 @@ static void add_flow(jr *r, const raw_event *ev)
         r->cap_flows = nc;
     }
     flow *f = &r->flows[r->nflows++];
-    f->id = id_value(r, ev->id);
+    f->id = id;
     f->ts = ev->ts;
-    f->pid = id_value(r, ev->pid);
-    f->tid = id_value(r, ev->tid);
+    f->pid = pid;
+    f->tid = tid;
     f->start = ev->ph == 's';
     f->bp_e = (uint8_t)ev->bp_e;
 }
@@ -1519,6 +1592,9 @@ static void commit_event(jr *r, raw_event *ev)
             uint32_t tr =
                 tl_trace_track(t, TL_TRACK_THREAD, id_value(r, ev->pid), id_value(r, ev->tid), -1);
             t->tracks[tr].name = intern_js(r, ev->arg_name);
+            if (r->mode == JR_PART) /* "" too: it unnames the thread */
+                part_push(r, (void **)&r->names, &r->nnames, &r->cap_names, sizeof *r->names,
+                          (uint32_t[2]){tr, t->tracks[tr].name});
         }
         return;
     }
@@ -1545,8 +1621,12 @@ static void commit_event(jr *r, raw_event *ev)
         cat = phase_from_word(ev->tcat, cat);
     if ((ph == 'i' || ph == 'I' || ph == 'n') && EQ(name, "[memory]"))
         cat = TL_CAT_MEMORY;
-    if (cat == TL_CAT_OTHER && !ev->cat.len && (ph == 'X' || ph == 'B'))
+    /* a part does not know whether an earlier part saw "CPU functions": the merge decides */
+    int undecided = 0;
+    if (cat == TL_CAT_OTHER && !ev->cat.len && (ph == 'X' || ph == 'B')) {
         cat = r->saw_cpu_functions ? TL_CAT_OPERATOR : TL_CAT_USER;
+        undecided = r->mode == JR_PART && !r->saw_cpu_functions;
+    }
 
     if (ph == 's' || ph == 'f' || ph == 't') {
         if (ev->id.set && ev->have_ts)
@@ -1557,6 +1637,8 @@ static void commit_event(jr *r, raw_event *ev)
     int64_t pid = id_value(r, ev->pid), tid = id_value(r, ev->tid);
     uint32_t track;
     if (device) {
+        if (!ev->have_device && r->mode == JR_PART && is_part_sid(pid))
+            cannot_carry(r); /* a device numbered by the id of its pid's name */
         int32_t dev = ev->have_device ? (int32_t)ev->device : (int32_t)pid;
         int64_t stream = ev->have_stream ? ev->stream : tid;
         track = tl_trace_track(t, TL_TRACK_STREAM, pid, stream, dev);
@@ -1572,6 +1654,9 @@ static void commit_event(jr *r, raw_event *ev)
             b->dur = ev->ts - b->ts;
             if (b->dur < 0)
                 b->dur = 0;
+        } else if (r->mode == JR_PART) { /* its B may be in an earlier part */
+            part_push(r, (void **)&r->pend, &r->npend, &r->cap_pend, sizeof *r->pend,
+                      &(pending_end){track, ev->ts});
         } else {
             t->unmatched_ends++;
         }
@@ -1627,6 +1712,9 @@ static void commit_event(jr *r, raw_event *ev)
         add_memev(r, ev, &stand_in);
         return;
     }
+    if (undecided)
+        part_push(r, (void **)&r->undecided, &r->nundecided, &r->cap_undecided,
+                  sizeof *r->undecided, &(uint32_t){(uint32_t)t->nev});
     tl_event *e = add_event(r);
     e->ts = ev->ts;
     e->dur = ph == 'X' && ev->have_dur ? tl_clamp_dur(e->ts, ev->dur) : 0;
@@ -1948,14 +2036,15 @@ enum {
 
 static int run(jr *r)
 {
-    volatile int state = TOP_BEGIN;
-    volatile int bare = 0;
+    /* the state lives in r, not in locals: it must survive the longjmp back here */
     for (;;) {
         r->mark = r->pos;
         r->scratch_n = 0;
         int rc = setjmp(r->jb);
         if (rc == JR_NEED_MORE) {
             r->pos = r->mark;
+            if (r->mode == JR_PART) /* the rest of the unit is in the next window */
+                return RUN_INCOMPLETE;
             if (refill(r) != 0) {
                 /* refill sets eof; the retry will fail with a proper message */
             }
@@ -1963,15 +2052,15 @@ static int run(jr *r)
         }
         if (rc == JR_ERROR)
             return -1;
-        switch (state) {
+        switch (r->state) {
         case TOP_BEGIN: {
             char c = peek(r, "'{' or '['");
             r->pos++;
             if (c == '{') {
-                state = TOP_KEY;
+                r->state = TOP_KEY;
             } else if (c == '[') {
-                bare = 1;
-                state = ARR_FIRST;
+                r->bare = 1;
+                r->state = ARR_FIRST;
             } else {
                 r->pos--;
                 fail(r, "'{' or '[' at the start of a trace");
@@ -1981,7 +2070,7 @@ static int run(jr *r)
         case TOP_KEY: {
             if (peek(r, "a key or '}'") == '}') {
                 r->pos++;
-                state = TOP_DONE;
+                r->state = TOP_DONE;
                 break;
             }
             size_t kstart = r->pos;
@@ -1989,7 +2078,7 @@ static int run(jr *r)
             expect(r, ':', "':' after a key");
             if (EQ(k, "traceEvents")) {
                 expect(r, '[', "'[' starting traceEvents");
-                state = ARR_FIRST;
+                r->state = ARR_FIRST;
                 break;
             }
             char c = peek(r, "a value");
@@ -2010,21 +2099,25 @@ static int run(jr *r)
             }
             if (r->t->keep_raw)
                 keep_member(r, kstart);
-            state = TOP_AFTER;
+            r->state = TOP_AFTER;
             break;
         }
         case TOP_AFTER: {
-            state = another(r, '}', "',' or '}' between top-level members") ? TOP_KEY : TOP_DONE;
+            r->state = another(r, '}', "',' or '}' between top-level members") ? TOP_KEY : TOP_DONE;
             break;
         }
         case ARR_FIRST:
         case ARR_VALUE: {
             char c = peek(r, "an event");
-            if (c == ']' && state == ARR_FIRST) {
+            if (c == ']' && r->state == ARR_FIRST) {
                 r->pos++;
-                state = bare ? TOP_DONE : TOP_AFTER;
+                r->state = r->bare ? TOP_DONE : TOP_AFTER;
                 break;
             }
+            if (r->mode == JR_DRIVER && !r->one)
+                return RUN_ELEMENT;
+            if (r->mode == JR_PART && r->pos >= r->limit)
+                return RUN_STOP;
             size_t start = r->pos, nev0 = r->t->nev;
             r->args_b = r->args_e = 0;
             r->args_seen = 0;
@@ -2039,13 +2132,15 @@ static int run(jr *r)
             }
             if (r->t->keep_raw)
                 keep_element(r, start, nev0);
-            state = ARR_AFTER;
+            r->state = ARR_AFTER;
+            r->one = 0;
             break;
         }
         case ARR_AFTER: {
-            state = another(r, ']', "',' or ']' between events") ? ARR_VALUE
-                    : bare                                       ? TOP_DONE
-                                                                 : TOP_AFTER;
+            int more = another(r, ']', "',' or ']' between events");
+            r->state = more ? ARR_VALUE : r->bare ? TOP_DONE : TOP_AFTER;
+            if (!more && r->mode == JR_PART)
+                return RUN_ARRAY_END;
             break;
         }
         case TOP_DONE: {
@@ -2269,6 +2364,425 @@ static int finish(jr *r)
     return 0;
 }
 
+/* ---- parallel parse -----------------------------------------------------------------------
+ * A plain file is read in windows of threads × part bytes. The driver (the jr of the whole
+ * read) parses the top-level members up to the first element of traceEvents; then each window
+ * is cut into parts at likely element starts ('{' after '}' and ',', which is how elements
+ * follow each other) and each part is parsed by a thread of its own into a trace of its own.
+ * Only the first part's start is known to be an element's. Every later part's start is checked
+ * by the part before it, which must stop exactly there: at the first element it would start at
+ * or past its limit. A part whose start was wrong is dropped with all after it, and the next
+ * window starts where the last good part stopped: a bad guess costs time, never the result.
+ *
+ * The good parts are merged into the trace in file order: their strings and tracks interned in
+ * the order each part first saw them (the order one pass gives), their events appended with
+ * the ids made the trace's, and what a part cannot settle alone settled in order: E events
+ * whose B is in an earlier part, categories that depend on an earlier "CPU functions" pid,
+ * thread names. A part that meets bad input, an id it cannot carry, or the end of the window
+ * stops at the start of that unit; when the first part of a window cannot get past it, the
+ * driver parses that one unit itself (so an error's message is the one a single pass gives, and
+ * an element longer than a window is read), then goes on in windows. What follows traceEvents
+ * is the driver's too. The model is the same for any number of threads. */
+
+enum { W_MORE, W_STUCK, W_END, W_ONE_PASS, W_FAIL };
+
+typedef struct part {
+    jr r;
+    tl_trace t;
+    tl_error err;
+    int rc;
+    uint32_t *smap, *tmap; /* the part's string and track ids -> the trace's */
+    size_t cap_smap, cap_tmap;
+} part;
+
+enum { MERGED = 0, MERGE_FAILED = -1, MERGE_ONE_PASS = 1 };
+
+typedef struct pread {
+    part *parts;
+    int n;
+    char *buf; /* the window */
+    size_t cap;
+    uint64_t windows, dropped; /* windows read; parts dropped for a wrong start */
+    uint32_t *seen; /* per track of the trace: the merge that last mapped a track to it */
+    size_t cap_seen;
+    uint32_t merges;
+} pread_t;
+
+/* The first likely element start at or after from: a '{' whose previous non-blank characters
+ * are ',' and, before it, '}'. 0 when there is none in [from, len). */
+static size_t find_cut(const char *b, size_t from, size_t len)
+{
+    for (size_t i = from; i < len;) {
+        const char *q = memchr(b + i, '{', len - i);
+        if (!q)
+            return 0;
+        size_t k = (size_t)(q - b), j = k;
+        while (j > from && is_ws[(unsigned char)b[j - 1]])
+            j--;
+        if (j > from && b[j - 1] == ',') {
+            j--;
+            while (j > from && is_ws[(unsigned char)b[j - 1]])
+                j--;
+            if (j > from && b[j - 1] == '}')
+                return k;
+        }
+        i = k + 1;
+    }
+    return 0;
+}
+
+/* Set part p up to parse buf[start, len) of the window at file offset off, from state, up to
+ * limit; what it kept from the last window is emptied, its memory kept. */
+static void part_begin(part *p, const jr *d, char *buf, size_t len, uint64_t off, size_t start,
+                       int state, size_t limit)
+{
+    jr *r = &p->r;
+    tl_trace_clear(&p->t);
+    memset(&p->err, 0, sizeof p->err);
+    r->t = &p->t;
+    r->err = &p->err;
+    r->name = d->name;
+    r->fd = d->fd;
+    r->buf = buf;
+    r->len = r->cap = len;
+    r->pos = r->mark = start;
+    r->consumed = off;
+    r->eof = 1;
+    r->in_mem = 1; /* the window is the driver's */
+    r->paddle = d->paddle;
+    r->bare = d->bare;
+    r->state = state;
+    r->mode = JR_PART;
+    r->limit = limit;
+    r->one = 0;
+    for (uint32_t k = 0; k < r->nstacks; k++)
+        r->stack_n[k] = 0;
+    if (r->used)
+        memset(r->used, 0, r->cap_used);
+    r->nflows = r->nsamples = r->npend = r->nundecided = r->nnames = 0;
+    r->saw_cat = r->saw_cpu_functions = 0;
+    r->unsafe = 0;
+    r->scratch_n = 0;
+}
+
+static void *part_main(void *arg)
+{
+    part *p = arg;
+    p->rc = run(&p->r);
+    return NULL;
+}
+
+/* A part's id (a pid, tid or flow id) as the trace's. */
+static int64_t part_id(const part *p, int64_t v)
+{
+    return is_part_sid(v) ? -(int64_t)p->smap[v - PART_SID] - 1 : v;
+}
+
+__attribute__((noreturn)) static void out_of_memory(jr *d)
+{
+    tl_error_setc(d->err, TL_ERR_NOMEM, "%s: out of memory", d->name);
+    longjmp(d->jb, JR_ERROR);
+}
+
+/* Append part p to the driver's trace (see above). Returns MERGED; MERGE_FAILED with d->err
+ * set; or MERGE_ONE_PASS, nothing appended, when two of the part's tracks are one track of the
+ * trace: a number and a name's id that are equal (tid -1 and tid "", say) share a track only
+ * in file order, B and E included, so the driver reads on in one pass. The strings and tracks
+ * interned by then are the ones that pass interns first anyway. */
+static int merge_part(jr *d, pread_t *P, part *p)
+{
+    tl_trace *mt = d->t, *pt = &p->t;
+    jr *r = &p->r;
+    if (setjmp(d->jb))
+        return MERGE_FAILED;
+    if (tl_grow_array(&p->smap, &p->cap_smap, pt->strings.count, sizeof *p->smap) != 0 ||
+        tl_grow_array(&p->tmap, &p->cap_tmap, pt->ntracks + 1, sizeof *p->tmap) != 0)
+        out_of_memory(d);
+    p->smap[0] = 0;
+    for (uint32_t i = 1; i < pt->strings.count; i++)
+        if (!(p->smap[i] = tl_intern(&mt->strings, pt->strings.str[i], pt->strings.len[i])))
+            out_of_memory(d);
+    for (uint32_t i = 0; i < pt->ntracks; i++) {
+        const tl_track *tr = &pt->tracks[i];
+        p->tmap[i] = tl_trace_track(mt, (tl_track_kind)tr->kind, part_id(p, tr->pid),
+                                    part_id(p, tr->tid), tr->device);
+    }
+    size_t had = P->cap_seen;
+    if (tl_grow_array(&P->seen, &P->cap_seen, mt->ntracks, sizeof *P->seen) != 0)
+        out_of_memory(d);
+    memset(P->seen + had, 0, (P->cap_seen - had) * sizeof *P->seen);
+    ++P->merges;
+    for (uint32_t i = 0; i < pt->ntracks; i++) {
+        if (P->seen[p->tmap[i]] == P->merges)
+            return MERGE_ONE_PASS;
+        P->seen[p->tmap[i]] = P->merges;
+    }
+    for (size_t i = 0; i < r->nnames; i++)
+        mt->tracks[p->tmap[r->names[i][0]]].name = p->smap[r->names[i][1]];
+    for (uint32_t i = 0; i < pt->ntracks && i < r->cap_used; i++)
+        if (r->used[i])
+            mark_used(d, p->tmap[i]);
+
+    size_t base = mt->nev;
+    if (base + pt->nev > mt->cap_ev &&
+        tl_trace_reserve(mt, base + pt->nev > mt->cap_ev + mt->cap_ev / 2
+                                 ? base + pt->nev
+                                 : mt->cap_ev + mt->cap_ev / 2) != 0)
+        out_of_memory(d);
+    memcpy(mt->ev + base, pt->ev, pt->nev * sizeof *pt->ev);
+    for (size_t i = 0; i < pt->nev; i++) {
+        tl_event *e = &mt->ev[base + i];
+        e->name = p->smap[e->name];
+        e->args = p->smap[e->args];
+        e->track = p->tmap[e->track];
+    }
+    mt->nev += pt->nev;
+    if (d->saw_cpu_functions)
+        for (size_t i = 0; i < r->nundecided; i++)
+            if (r->undecided[i] < pt->nev)
+                mt->ev[base + r->undecided[i]].cat = TL_CAT_OPERATOR;
+    d->saw_cpu_functions |= r->saw_cpu_functions;
+    d->saw_cat |= r->saw_cat;
+
+    for (size_t i = 0; i < pt->nmem; i++) {
+        tl_memev *m = tl_trace_add_mem(mt);
+        if (!m)
+            out_of_memory(d);
+        *m = pt->mem[i];
+        m->name = p->smap[m->name];
+        m->track = p->tmap[m->track];
+    }
+    if (r->nflows) {
+        if (tl_grow_array(&d->flows, &d->cap_flows, d->nflows + r->nflows, sizeof *d->flows) != 0)
+            out_of_memory(d);
+        for (size_t i = 0; i < r->nflows; i++) {
+            flow f = r->flows[i];
+            f.id = part_id(p, f.id);
+            f.pid = part_id(p, f.pid);
+            f.tid = part_id(p, f.tid);
+            d->flows[d->nflows++] = f;
+        }
+    }
+    for (size_t i = 0; i < r->nsamples; i++)
+        add_samples(d, r->samples[i][0], r->samples[i][1]);
+    /* E events of earlier B (a part's E found its own stack empty), then the part's B still
+     * open, bottom first */
+    for (size_t i = 0; i < r->npend; i++) {
+        uint32_t gt = p->tmap[r->pend[i].track];
+        if (gt < d->nstacks && d->stack_n[gt]) {
+            tl_event *b = &mt->ev[d->stacks[gt][--d->stack_n[gt]]];
+            b->dur = r->pend[i].ts - b->ts;
+            if (b->dur < 0)
+                b->dur = 0;
+        } else {
+            mt->unmatched_ends++;
+        }
+    }
+    for (uint32_t k = 0; k < r->nstacks && k < pt->ntracks; k++)
+        for (uint32_t i = 0; i < r->stack_n[k]; i++)
+            push_stack(d, p->tmap[k], (int32_t)(base + (size_t)r->stacks[k][i]));
+    mt->open_ranges += pt->open_ranges;
+    mt->unmatched_ends += pt->unmatched_ends;
+    if (pt->accel)
+        mt->accel = pt->accel;
+    mt->mem_addr_known |= pt->mem_addr_known;
+    mt->mem_totals_known |= pt->mem_totals_known;
+    return MERGED;
+}
+
+/* Read the window at *off (the driver stands in *state there) with the parts, merge the good
+ * ones, and say where the next window starts: W_MORE (*off, *state moved on), W_STUCK (the
+ * driver parses the unit at *off itself), W_END (traceEvents ended; the rest is the driver's)
+ * or W_FAIL (d->err says why). */
+static int read_window(jr *d, pread_t *P, uint64_t *off, int *state)
+{
+    size_t len = 0;
+    while (len < P->cap) {
+        ssize_t got = pread(d->fd, P->buf + len, P->cap - len, (off_t)(*off + len));
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            tl_error_setc(d->err, TL_ERR_IO, "%s: read error: %s", d->name, strerror(errno));
+            return W_FAIL;
+        }
+        if (got == 0)
+            break;
+        len += (size_t)got;
+    }
+    P->buf[len] = 0;
+    P->windows++;
+    size_t cut[65];
+    int k = 1;
+    cut[0] = 0;
+    for (int j = 1; j < P->n; j++) {
+        size_t g = (size_t)((uint64_t)len * (uint64_t)j / (uint64_t)P->n);
+        size_t c = g > cut[k - 1] ? find_cut(P->buf, g, len) : 0;
+        if (c > cut[k - 1])
+            cut[k++] = c;
+    }
+    pthread_t th[64];
+    int started[64] = {0};
+    for (int j = 0; j < k; j++)
+        part_begin(&P->parts[j], d, P->buf, len, *off, cut[j], j ? ARR_VALUE : *state,
+                   j + 1 < k ? cut[j + 1] : SIZE_MAX);
+    for (int j = 1; j < k; j++)
+        started[j] = pthread_create(&th[j], NULL, part_main, &P->parts[j]) == 0;
+    part_main(&P->parts[0]);
+    for (int j = 1; j < k; j++) {
+        if (started[j])
+            pthread_join(th[j], NULL);
+        else /* no thread to be had: this one does it */
+            part_main(&P->parts[j]);
+    }
+    for (int j = 0; j < k; j++) {
+        part *p = &P->parts[j];
+        jr *r = &p->r;
+        if (p->err.code == TL_ERR_NOMEM) {
+            *d->err = p->err;
+            return W_FAIL;
+        }
+        int m = r->unsafe ? MERGE_ONE_PASS : merge_part(d, P, p);
+        if (m == MERGE_FAILED)
+            return W_FAIL;
+        if (m == MERGE_ONE_PASS) {
+            P->dropped += (uint64_t)(k - j - 1);
+            if (j > 0) {
+                *off += cut[j];
+                *state = ARR_VALUE;
+            }
+            return W_ONE_PASS;
+        }
+        switch (p->rc) {
+        case RUN_STOP:
+            if (j + 1 < k && r->pos == cut[j + 1])
+                continue; /* the next part started where an element starts */
+            P->dropped += (uint64_t)(k - j - 1);
+            *off += r->pos;
+            *state = ARR_VALUE;
+            return W_MORE;
+        case RUN_INCOMPLETE:
+            P->dropped += (uint64_t)(k - j - 1);
+            if (j == 0 && r->mark == 0)
+                return W_STUCK; /* not one unit in the window */
+            *off += r->mark;
+            *state = r->state;
+            return W_MORE;
+        case RUN_ARRAY_END:
+            P->dropped += (uint64_t)(k - j - 1);
+            *off += r->pos;
+            *state = r->state;
+            return W_END;
+        default: /* bad input or an id the part cannot carry: the driver's */
+            P->dropped += (uint64_t)(k - j - 1);
+            *off += r->mark;
+            *state = r->state;
+            return W_STUCK;
+        }
+    }
+    return W_STUCK; /* not reached: the last part has no limit */
+}
+
+/* Go on reading from file offset off, with an empty buffer. */
+static int jr_seek(jr *d, uint64_t off)
+{
+    if (lseek(d->fd, (off_t)off, SEEK_SET) < 0) {
+        tl_error_setc(d->err, TL_ERR_IO, "%s: cannot seek: %s", d->name, strerror(errno));
+        return -1;
+    }
+    d->consumed = off;
+    d->len = d->pos = d->mark = 0;
+    d->eof = 0;
+    d->buf[0] = 0;
+    return 0;
+}
+
+static void parts_free(pread_t *P)
+{
+    for (int j = 0; j < P->n && P->parts; j++) {
+        part *p = &P->parts[j];
+        jr_free(&p->r);
+        free(p->r.pend);
+        free(p->r.undecided);
+        free(p->r.names);
+        tl_trace_free(&p->t);
+        free(p->smap);
+        free(p->tmap);
+    }
+    free(P->parts);
+    free(P->seen);
+    free(P->buf);
+}
+
+/* The whole read of a plain file, in windows of threads × part_bytes. */
+static int run_parallel(jr *d, int threads, size_t part_bytes)
+{
+    d->mode = JR_DRIVER;
+    int rc = run(d);
+    if (rc != RUN_ELEMENT)
+        return rc;
+    pread_t P = {0};
+    P.n = threads;
+    P.cap = (size_t)threads * part_bytes;
+    P.parts = calloc((size_t)threads, sizeof *P.parts);
+    P.buf = tl_big_alloc(P.cap + 1);
+    if (!P.parts || !P.buf) { /* on in one pass */
+        free(P.parts);
+        free(P.buf);
+        d->mode = JR_WHOLE;
+        return run(d);
+    }
+    for (int j = 0; j < threads; j++)
+        tl_trace_init(&P.parts[j].t);
+    while (rc == RUN_ELEMENT) {
+        uint64_t off = d->consumed + d->pos;
+        int state = ARR_VALUE, w;
+        do {
+            d->consumed = off;
+            d->len = 0;
+            show_progress(d, 0);
+            w = read_window(d, &P, &off, &state);
+        } while (w == W_MORE);
+        if (w == W_FAIL || jr_seek(d, off) != 0) {
+            rc = -1;
+            break;
+        }
+        d->state = state;
+        d->mode = w == W_STUCK ? JR_DRIVER : JR_WHOLE;
+        d->one = w == W_STUCK;
+        rc = run(d);
+    }
+    if (getenv("TALLY_READ_STATS"))
+        fprintf(stderr, "tally: %s: %d threads, %llu windows, %llu parts dropped\n", d->name,
+                threads, (unsigned long long)P.windows, (unsigned long long)P.dropped);
+    parts_free(&P);
+    return rc;
+}
+
+/* The threads a read uses: t->read_threads, else TALLY_THREADS, else the available cores. */
+static int read_threads(const tl_trace *t)
+{
+    long n = t->read_threads;
+    if (n <= 0) {
+        const char *e = getenv("TALLY_THREADS");
+        n = e && *e ? strtol(e, NULL, 10) : 0;
+    }
+    if (n <= 0)
+        n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 64 ? 64 : (int)n;
+}
+
+/* Bytes of a part: 8 MB, less for a small file so that every thread has some (1 MB at least);
+ * TALLY_READ_PART sets it (tests cut small traces in many parts). */
+static size_t part_size(uint64_t file, int threads)
+{
+    const char *e = getenv("TALLY_READ_PART");
+    long long v = e && *e ? strtoll(e, NULL, 10) : 0;
+    if (v > 0)
+        return v < 64 ? 64 : (size_t)v;
+    uint64_t per = file / (uint64_t)threads / 2;
+    return per >= (8u << 20) ? (8u << 20) : per < (1u << 20) ? (1u << 20) : (size_t)per;
+}
+
 int tl_read_json_mem(tl_trace *t, const char *data, size_t len, const char *name, tl_error *err)
 {
     jr r;
@@ -2360,7 +2874,12 @@ int tl_read_json_fd(tl_trace *t, int fd, const char *path, int progress, tl_erro
     }
     r.buf[0] = 0;
     t->path = path;
-    int rc = run(&r);
+    /* a plain file big enough for two parts is read in parallel (keep_raw: in one pass, its
+     * texts are kept in file order as they are read) */
+    int threads = r.gz || t->keep_raw ? 1 : read_threads(t);
+    size_t part = part_size(r.total_size, threads);
+    int rc = threads > 1 && r.total_size >= 2 * (uint64_t)part ? run_parallel(&r, threads, part)
+                                                               : run(&r);
     show_progress(&r, 1);
     if (rc == 0)
         rc = finish(&r);

@@ -288,6 +288,19 @@ void tl_trace_init(tl_trace *t)
     t->rank = -1;
 }
 
+void tl_trace_clear(tl_trace *t)
+{
+    tl_strtab_free(&t->strings);
+    tl_strtab_init(&t->strings);
+    t->nev = t->nmem = 0;
+    t->ntracks = 0;
+    if (t->track_slots_)
+        memset(t->track_slots_, 0, (size_t)t->ntrack_slots_ * sizeof *t->track_slots_);
+    t->open_ranges = t->unmatched_ends = 0;
+    t->accel = NULL;
+    t->mem_addr_known = t->mem_totals_known = 0;
+}
+
 const char *tl_accel_name(const tl_trace *t)
 {
     return t->accel ? t->accel : "GPU";

@@ -350,6 +350,11 @@ uint64_t tl_hash_bytes(const char *s, size_t len);
 /* What the trace calls its accelerators: t->accel, else "GPU". */
 const char *tl_accel_name(const tl_trace *t);
 void tl_trace_free(tl_trace *t);
+/* Empty t for another use, keeping the memory of its events, memory rows and tracks (the
+ * parallel JSON reader's parts, once per window): no events, memory rows, tracks or strings,
+ * and what the JSON reader counts or notes per event (open ranges, unmatched ends, the
+ * accelerator's name, what the memory rows carry) back to none. */
+void tl_trace_clear(tl_trace *t);
 
 /* Append an event (zeroed, parent/link = TL_NONE); returns it, or NULL when out of memory.
  * The pointer is valid until the next append. */
