@@ -2510,7 +2510,8 @@ static int merge_part(jr *d, pread_t *P, part *p)
     size_t had = P->cap_seen;
     if (tl_grow_array(&P->seen, &P->cap_seen, mt->ntracks, sizeof *P->seen) != 0)
         out_of_memory(d);
-    memset(P->seen + had, 0, (P->cap_seen - had) * sizeof *P->seen);
+    if (P->cap_seen > had)
+        memset(P->seen + had, 0, (P->cap_seen - had) * sizeof *P->seen);
     ++P->merges;
     for (uint32_t i = 0; i < pt->ntracks; i++) {
         if (P->seen[p->tmap[i]] == P->merges)
@@ -2529,7 +2530,8 @@ static int merge_part(jr *d, pread_t *P, part *p)
                                  ? base + pt->nev
                                  : mt->cap_ev + mt->cap_ev / 2) != 0)
         out_of_memory(d);
-    memcpy(mt->ev + base, pt->ev, pt->nev * sizeof *pt->ev);
+    if (pt->nev)
+        memcpy(mt->ev + base, pt->ev, pt->nev * sizeof *pt->ev);
     for (size_t i = 0; i < pt->nev; i++) {
         tl_event *e = &mt->ev[base + i];
         e->name = p->smap[e->name];

@@ -1,0 +1,219 @@
+/*
+ * test_parallel_read.c — the JSON reader's parallel parse gives the model one pass gives, for
+ * any number of threads and any cut of the file: every event, string, track and memory row
+ * equal, the default report byte for byte, and the same error message for bad input.
+ *
+ * The traces are made to hit what a part cannot settle alone: B in one part and its E in a
+ * later one, E without B, thread names set, reset and emptied in different parts, "CPU
+ * functions" appearing half-way (categories of earlier cat-less events depend on it), names as
+ * pids ("Spans", ""), tids that are negative numbers, tid -1 beside tid "" (one track in file
+ * order), "}, {" inside strings and in args (false cuts), compact and indented layouts, an
+ * element longer than a window, counters, memory events and flows. TALLY_READ_PART makes the
+ * parts a few hundred bytes so that a small trace is cut in many windows.
+ */
+#include "parallel_check.h"
+#include "testlib.h"
+#include "trace/model.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static unsigned rnd_state;
+static unsigned rnd(unsigned n)
+{
+    rnd_state = rnd_state * 1103515245u + 12345u;
+    return (rnd_state >> 8) % n;
+}
+
+static const char *const pids[] = {"1", "2", "\"Spans\"", "\"\"", "3"};
+/* the last two are one track in file order (a name's id is -1 - its string id; "" is string 0) */
+static const char *const tids[] = {"1", "2", "-549452224", "\"stream 7\"", "7", "-1", "\"\""};
+static unsigned ntids = 5;
+/* device events whose pid is a name: their device is that name's id, which a part cannot know
+ * (the reader reads on in one pass); only some traces have them, the others stay parallel */
+static int device_name_pids;
+static const char *const cats[] = {"cpu_op",          "kernel", "cuda_runtime",
+                                   "user_annotation", "",       "gpu_memcpy",
+                                   "python_function", "Trace",  "gpu_user_annotation"};
+static const char *const names[] = {"aten::mm",
+                                    "k \\\"q\\\" }, {x",
+                                    "ProfilerStep#3",
+                                    "Memcpy HtoD (Pageable -> Device)",
+                                    "void gemm<1, {2}>",
+                                    "Optimizer.step#Adam.step",
+                                    "caf\\u00e9",
+                                    "",
+                                    "enumerate(DataLoader)#_next"};
+
+/* Write a trace of n elements to f. layout 0: one element a line; 1: Kineto's indentation; 2:
+ * everything on one line. cpu_functions_at: the element from which pids are "CPU functions"
+ * (n: never). huge: one element longer than `huge` bytes somewhere. */
+static void write_trace(FILE *f, int n, int layout, int cpu_functions_at, size_t huge)
+{
+    const char *nl = layout == 2 ? "" : "\n";
+    fprintf(f, "{\"schemaVersion\": 1,%s\"traceEvents\": [%s", nl, nl);
+    int huge_at = huge ? (int)rnd((unsigned)n) : -1;
+    int64_t ts = 1000;
+    for (int i = 0; i < n; i++) {
+        if (i)
+            fprintf(f, ",%s", nl);
+        ts += rnd(50);
+        const char *pid = i >= cpu_functions_at && rnd(2) ? "\"CPU functions\"" : pids[rnd(5)];
+        const char *tid = tids[rnd(ntids)];
+        unsigned kind = rnd(20);
+        if (layout == 1)
+            fputs("  {\n    ", f);
+        else
+            fputs("{", f);
+        const char *cat = cats[rnd(9)];
+        int device = !strcmp(cat, "kernel") || !strcmp(cat, "gpu_memcpy") ||
+                     !strcmp(cat, "gpu_user_annotation") || kind == 18;
+        if (device && !device_name_pids && pid[0] == '"')
+            pid = "0";
+        if (kind < 8) { /* a complete event, args of every shape */
+            fprintf(f,
+                    "\"ph\": \"X\", \"cat\": \"%s\", \"name\": \"%s\", \"pid\": %s, \"tid\": %s, ",
+                    cat, names[rnd(9)], pid, tid);
+            fprintf(f, "%s\"ts\": %lld.%03u, \"dur\": %u", layout == 1 ? "\n    " : "",
+                    (long long)ts, rnd(1000), rnd(40));
+            unsigned a = rnd(6);
+            if (a == 1)
+                fprintf(f, ", \"args\": {\"correlation\": %u, \"device\": %u, \"stream\": %u}",
+                        rnd(30), rnd(2), 7 + rnd(2));
+            else if (a == 2)
+                fprintf(f, ", \"args\": {\"Input Dims\": [[2, 3], []], \"x\": [{\"a\": 1}, "
+                           "{\"b\": \"}, {\"}]}");
+            else if (a == 3)
+                fprintf(f, ",%s\"args\": {%s\"External id\": %u%s}", nl, nl, rnd(99), nl);
+            else if (a == 4)
+                fprintf(f, ", \"args\": {\"correlation\": %u}", rnd(30));
+            if (i == huge_at) {
+                fputs(", \"args2\": \"", f);
+                for (size_t k = 0; k < huge; k++)
+                    fputc('a' + (int)(k % 26), f);
+                fputc('"', f);
+            }
+        } else if (kind < 11) {
+            fprintf(f, "\"ph\": \"B\", \"name\": \"%s\", \"pid\": %s, \"tid\": %s, \"ts\": %lld",
+                    names[rnd(9)], pid, tid, (long long)ts);
+        } else if (kind < 14) {
+            fprintf(f, "\"ph\": \"E\", \"pid\": %s, \"tid\": %s, \"ts\": %lld", pid, tid,
+                    (long long)ts);
+        } else if (kind == 14) {
+            static const char *const tn[] = {"main", "", "worker }, {", "\\\"q\\\""};
+            fprintf(f,
+                    "\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": %s, \"tid\": %s, "
+                    "\"args\": {\"name\": \"%s\"}",
+                    pid, tid, tn[rnd(4)]);
+        } else if (kind == 15) {
+            fprintf(f,
+                    "\"ph\": \"C\", \"name\": \"mem\", \"pid\": %s, \"tid\": %s, \"ts\": %lld, "
+                    "\"args\": {\"a\": %u%s}",
+                    pid, tid, (long long)ts, rnd(9), rnd(2) ? ", \"b\": 2.5" : "");
+        } else if (kind == 16) {
+            fprintf(f,
+                    "\"ph\": \"i\", \"s\": \"t\", \"name\": \"[memory]\", \"pid\": %s, \"tid\": "
+                    "%s, \"ts\": %lld, \"args\": {\"Addr\": %u, \"Bytes\": %d, \"Total "
+                    "Allocated\": %u, \"Device Type\": 1, \"Device Id\": 0}",
+                    pid, tid, (long long)ts, 4096 * (1 + rnd(8)), rnd(2) ? 512 : -512, rnd(100000));
+        } else if (kind == 17) {
+            fprintf(f,
+                    "\"ph\": \"%c\", \"id\": %s, \"cat\": \"ac2g\", \"name\": \"ac2g\", \"pid\": "
+                    "%s, \"tid\": %s, \"ts\": %lld%s",
+                    rnd(2) ? 's' : 'f', rnd(2) ? "5" : "\"ab\"", pid, tid, (long long)ts,
+                    rnd(2) ? ", \"bp\": \"e\"" : "");
+        } else if (kind == 18) { /* a kernel whose device is its pid */
+            fprintf(f,
+                    "\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k%u\", \"pid\": %s, \"tid\": "
+                    "%s, \"ts\": %lld, \"dur\": 3",
+                    rnd(3), pid, tid, (long long)ts);
+        } else {
+            fprintf(f,
+                    "\"ph\": \"X\", \"name\": \"plain%u\", \"pid\": %s, \"tid\": %s, \"ts\": "
+                    "%lld, \"dur\": 5",
+                    rnd(4), pid, tid, (long long)ts);
+        }
+        fputs(layout == 1 ? "\n  }" : "}", f);
+        if (rnd(40) == 0) /* not an event object: skipped by both */
+            fprintf(f, ",%s42", nl);
+    }
+    fprintf(f, "%s],%s\"baseTimeNanoseconds\": 1700000000000000000}%s", nl, nl, nl);
+}
+
+static char tmpdir[] = "/tmp/tally-parallel-XXXXXX";
+
+static void make_trace(const char *path, int n, int layout, int cpu_at, size_t huge)
+{
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    write_trace(f, n, layout, cpu_at, huge);
+    fclose(f);
+}
+
+TEST(random_traces_read_the_same_with_any_threads)
+{
+    static const int parts[] = {64, 300, 4096};
+    char path[256];
+    snprintf(path, sizeof path, "%s/t.json", tmpdir);
+    for (int round = 0; round < 24 && !test_failures; round++) {
+        rnd_state = 7919u * (unsigned)round + 1;
+        int n = 50 + (int)rnd(400);
+        int cpu_at = round % 3 == 0 ? n / 2 : n;
+        ntids = round % 4 == 3 ? 7 : 5;
+        device_name_pids = round % 4 == 1;
+        make_trace(path, n, round % 3, cpu_at, round % 5 == 4 ? 9000 : 0);
+        check_file(path, parts, 3);
+    }
+}
+
+/* Bad input anywhere: the message one pass gives (file, line, column, what was expected). */
+TEST(bad_input_gives_the_one_pass_message)
+{
+    static const int parts[] = {64, 500};
+    char good[256], bad[256];
+    snprintf(good, sizeof good, "%s/good.json", tmpdir);
+    snprintf(bad, sizeof bad, "%s/bad.json", tmpdir);
+    rnd_state = 99;
+    make_trace(good, 300, 1, 300, 0);
+    size_t len = 0;
+    char *text = test_read_file(good, &len);
+    CHECK(text != NULL);
+    if (!text)
+        return;
+    static const char *const breaks[] = {"}", ",,", "\"unterminated", "[", "\x01"};
+    for (int k = 0; k < 5 * 6 && !test_failures; k++) {
+        size_t at = len / 7 * (size_t)(k / 5 + 1); /* six places, five ways each */
+        FILE *f = fopen(bad, "w");
+        CHECK(f != NULL);
+        if (!f)
+            break;
+        fwrite(text, 1, at, f);
+        fputs(breaks[k % 5], f);
+        fwrite(text + at, 1, len - at, f);
+        fclose(f);
+        check_file(bad, parts, 2);
+    }
+    for (size_t cut = len / 3; cut < len && !test_failures; cut += len / 4) { /* truncated */
+        FILE *f = fopen(bad, "w");
+        fwrite(text, 1, cut, f);
+        fclose(f);
+        check_file(bad, parts, 2);
+    }
+    free(text);
+}
+
+int main(void)
+{
+    CHECK(mkdtemp(tmpdir) != NULL);
+    RUN(random_traces_read_the_same_with_any_threads);
+    RUN(bad_input_gives_the_one_pass_message);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", tmpdir);
+    return test_summary();
+}
