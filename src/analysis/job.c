@@ -313,6 +313,7 @@ typedef struct pool {
     size_t n, next, done;
     slot *slots;
     int progress;
+    int parse_threads; /* threads each rank's trace is parsed with: the cores ranks leave */
     pthread_mutex_t mu;
 } pool;
 
@@ -321,6 +322,7 @@ static void read_one(pool *p, size_t i)
     slot *s = &p->slots[i];
     tl_trace t;
     tl_trace_init(&t);
+    t.read_threads = p->parse_threads;
     tl_strtab_init(&s->names);
     if (tl_load(&t, p->paths[i], 0, &s->err) != 0) {
         s->failed = 1;
@@ -448,9 +450,15 @@ int tl_job_load(tl_job *job, char *const *paths, size_t n, int threads, int prog
         free(traces);
         return -1;
     }
+    /* fewer ranks than threads: the threads left parse each rank's trace in parallel */
+    int parse = ntr && (size_t)threads > ntr ? threads / (int)ntr : 1;
     if ((size_t)threads > ntr)
         threads = ntr ? (int)ntr : 1;
-    pool p = {.paths = traces, .n = ntr, .slots = slots, .progress = progress && isatty(2)};
+    pool p = {.paths = traces,
+              .n = ntr,
+              .slots = slots,
+              .progress = progress && isatty(2),
+              .parse_threads = parse};
     pthread_t *th = calloc((size_t)threads, sizeof *th);
     if (!th) {
         for (size_t i = ntr; i < nslots; i++) {

@@ -50,7 +50,8 @@ static const cli_option options[] = {
     CLI_OPTION("linked-only", 0, CLI_FLAG, ro.vo.linked_only, NULL,
                "GPU views: only device work whose launching runtime call is in the file"),
     CLI_OPTION("jobs", 'j', CLI_COUNT, threads, "N",
-               "a folder of ranks: read N ranks at a time (default: the cores)"),
+               "threads: parse one trace with N threads; read a folder's ranks N at a time\n"
+               "(default: TALLY_THREADS, else the cores)"),
     CLI_OPTION("html", 0, CLI_STRING, html, "OUT",
                "write the report as one self-contained HTML page to OUT: charts of the step\n"
                "time, timeline, operators, GPU idle, memory; sortable tables (docs/html.md)"),
@@ -121,6 +122,7 @@ static int takeover(void *state)
     if (!a->paths[1] && !(stat(a->paths[0], &st) == 0 && S_ISDIR(st.st_mode)) &&
         !tl_job_is_summary(a->paths[0])) {
         a->job.files[0] = a->paths[0];
+        a->job.read_threads = a->threads;
         return CLI_CONTINUE;
     }
     return cli_report_job(a->paths, &a->job, a->threads);

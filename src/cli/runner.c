@@ -160,6 +160,7 @@ int cli_main(const cli_command *c, int argc, char **argv, cli_job *job)
     status = 0;
     for (; n < 2 && job->files[n]; n++) {
         tl_trace_init(&t[n]);
+        t[n].read_threads = job->read_threads;
         if ((status = cli_load(verb, &t[n], job->files[n], 1)) != 0) {
             n++; /* freed below too */
             goto done;

@@ -27,6 +27,7 @@ typedef struct cli_job {
     int unit;             /* --unit: a tl_unit */
     int wide;             /* --wide: text names printed whole */
     int html;             /* --html: out gets the report as a page (tally report) */
+    int read_threads;     /* -j: threads that parse each trace (0: TALLY_THREADS or the cores) */
     /* The verb's part, one of the two. views: the tables to write after the traces' loss
      * warnings (NULL with err set on failure). render: writes the whole output itself (tally
      * report: tl_report_write, which writes the warnings too); 0, or -1 with err set. */
