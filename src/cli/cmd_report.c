@@ -123,6 +123,7 @@ static int takeover(void *state)
         !tl_job_is_summary(a->paths[0])) {
         a->job.files[0] = a->paths[0];
         a->job.read_threads = a->threads;
+        a->ro.threads = a->threads;
         return CLI_CONTINUE;
     }
     return cli_report_job(a->paths, &a->job, a->threads);

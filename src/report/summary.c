@@ -16,6 +16,7 @@
 #include "report/summary.h"
 #include "trace/checked.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -372,6 +373,130 @@ static void report_flush(report_out *r, FILE *f, const tl_trace *t, const tl_rep
     }
 }
 
+/* ---- views computed ahead -------------------------------------------------------------- */
+
+/* Whether the report shows view d (sel: it was selected). */
+static int view_wanted(const tl_view_def *d, int sel, int all, int device, const tl_trace *t,
+                       const tl_report_opts *o)
+{
+    return sel && !(all && (d->needs & TL_NEEDS_DEVICE) && !device) &&
+           !(all && (d->needs & TL_NEEDS_MEMORY) && !t->nmem) && !(o->summary && !d->in_summary);
+}
+
+/* The options view d is computed with. */
+static tl_view_opts view_opts(const tl_view_def *d, const tl_report_opts *o)
+{
+    tl_view_opts vo = o->vo;
+    vo.series = o->fmt != TL_FMT_TEXT; /* memory: the whole timeline in csv and json */
+    vo.brief |= o->summary;
+    if (!d->sortable) {
+        vo.sort = NULL;
+        vo.ascending = 0;
+        vo.top = 0;
+    } else if (o->summary && vo.top == 0) {
+        vo.top = 10;
+    }
+    return vo;
+}
+
+/* The views of a report (idx: their tl_view_defs indices, in order), computed by up to 64
+ * threads at most `threads` views ahead of the one the writer takes, so that a trace with a row
+ * per distinct name holds that many such tables, not all of them. */
+typedef struct ahead {
+    const tl_trace *t;
+    const tl_report_opts *o;
+    int idx[64], n;
+    tl_table *res[64];
+    tl_error err[64];
+    unsigned char done[64];
+    int next, taken, lead, stop, nth;
+    pthread_t th[64];
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+} ahead;
+
+static void *ahead_main(void *arg)
+{
+    ahead *a = arg;
+    pthread_mutex_lock(&a->mu);
+    for (;;) {
+        while (!a->stop && a->next < a->n && a->next >= a->taken + a->lead)
+            pthread_cond_wait(&a->cv, &a->mu);
+        if (a->stop || a->next >= a->n)
+            break;
+        int k = a->next++;
+        pthread_mutex_unlock(&a->mu);
+        const tl_view_def *d = &tl_view_defs[a->idx[k]];
+        tl_view_opts vo = view_opts(d, a->o);
+        tl_error e = {{0}};
+        tl_table *res = d->fn(a->t, &vo, &e);
+        pthread_mutex_lock(&a->mu);
+        a->res[k] = res;
+        a->err[k] = e;
+        a->done[k] = 1;
+        pthread_cond_broadcast(&a->cv);
+    }
+    pthread_mutex_unlock(&a->mu);
+    return NULL;
+}
+
+/* Start computing the n views of a->idx (one thread, or none, computes them in turn when
+ * o->threads is 1 or no thread can be had). */
+static void ahead_start(ahead *a, const tl_trace *t, const tl_report_opts *o, int n)
+{
+    a->t = t;
+    a->o = o;
+    a->n = n;
+    a->next = a->taken = a->stop = a->nth = 0;
+    memset(a->done, 0, sizeof a->done);
+    memset(a->res, 0, sizeof a->res);
+    int threads = o->threads > 0 ? o->threads : tl_default_threads();
+    if (threads > n)
+        threads = n;
+    a->lead = threads;
+    pthread_mutex_init(&a->mu, NULL);
+    pthread_cond_init(&a->cv, NULL);
+    for (int i = 0; threads > 1 && i < threads; i++)
+        if (pthread_create(&a->th[a->nth], NULL, ahead_main, a) == 0)
+            a->nth++;
+}
+
+/* View k, computed here when no thread took it; NULL with *err when it failed. */
+static tl_table *ahead_take(ahead *a, int k, tl_error *err)
+{
+    if (!a->nth) { /* no threads: computed here, in turn */
+        const tl_view_def *d = &tl_view_defs[a->idx[k]];
+        tl_view_opts vo = view_opts(d, a->o);
+        a->next = a->taken = k + 1;
+        return d->fn(a->t, &vo, err);
+    }
+    pthread_mutex_lock(&a->mu);
+    while (!a->done[k])
+        pthread_cond_wait(&a->cv, &a->mu);
+    tl_table *res = a->res[k];
+    a->res[k] = NULL;
+    *err = a->err[k];
+    a->taken = k + 1;
+    pthread_cond_broadcast(&a->cv);
+    pthread_mutex_unlock(&a->mu);
+    return res;
+}
+
+/* Stop the threads and free what was computed but not taken. */
+static void ahead_end(ahead *a)
+{
+    pthread_mutex_lock(&a->mu);
+    a->stop = 1;
+    pthread_cond_broadcast(&a->cv);
+    pthread_mutex_unlock(&a->mu);
+    for (int i = 0; i < a->nth; i++)
+        pthread_join(a->th[i], NULL);
+    for (int k = 0; k < a->n; k++)
+        tl_table_free(a->res[k]);
+    pthread_mutex_destroy(&a->mu);
+    pthread_cond_destroy(&a->cv);
+}
+
 int tl_report_write(FILE *f, const tl_trace *t, const tl_report_opts *o, tl_error *err)
 {
     int sel[64];
@@ -394,27 +519,30 @@ int tl_report_write(FILE *f, const tl_trace *t, const tl_report_opts *o, tl_erro
     const char *first_sortable = NULL;
     int rc = 0;
 
+    /* Without --sort, the views are computed ahead in threads (every view reads the trace and
+     * writes only its own table) and written in order as each is done. */
+    ahead a;
+    int nahead = 0;
+    if (!sort_given) {
+        for (int i = 0; i < tl_nview_defs; i++)
+            if (view_wanted(&tl_view_defs[i], sel[i], all, device, t, o))
+                a.idx[nahead++] = i;
+        ahead_start(&a, t, o, nahead);
+    }
+    int k = 0; /* views taken from a */
+
     for (int i = 0; i < tl_nview_defs; i++) {
         const tl_view_def *d = &tl_view_defs[i];
-        if (!sel[i] || (all && (d->needs & TL_NEEDS_DEVICE) && !device) ||
-            (all && (d->needs & TL_NEEDS_MEMORY) && !t->nmem) || (o->summary && !d->in_summary))
+        if (!view_wanted(d, sel[i], all, device, t, o))
             continue;
-        tl_view_opts vo = o->vo;
-        vo.series = o->fmt != TL_FMT_TEXT; /* memory: the whole timeline in csv and json */
-        vo.brief |= o->summary;
-        if (!d->sortable) {
-            vo.sort = NULL;
-            vo.ascending = 0;
-            vo.top = 0;
-        } else {
+        tl_view_opts vo = view_opts(d, o);
+        if (d->sortable) {
             sortable_selected++;
             if (!first_sortable)
                 first_sortable = d->name;
-            if (o->summary && vo.top == 0)
-                vo.top = 10;
         }
         tl_error verr = {{0}};
-        tl_table *res = d->fn(t, &vo, &verr);
+        tl_table *res = !sort_given ? ahead_take(&a, k++, &verr) : d->fn(t, &vo, &verr);
         if (!res && vo.sort) {
             /* The key may belong to another selected view: use this view's default order. */
             vo.sort = NULL;
@@ -451,8 +579,12 @@ int tl_report_write(FILE *f, const tl_trace *t, const tl_report_opts *o, tl_erro
     }
     report_flush(&ro, f, t, o, held); /* begins the output of a report with no view */
     tl_out_end(&ro.out);
+    if (!sort_given)
+        ahead_end(&a);
     return 0;
 out:
+    if (!sort_given)
+        ahead_end(&a);
     if (ro.begun)
         tl_out_abort(&ro.out);
     for (int i = 0; i < tl_nview_defs; i++)

@@ -37,6 +37,9 @@ typedef struct tl_report_opts {
     int summary; /* short form: only in_summary views, sortable ones cut to top 10 */
     int header;  /* text: a first line naming the trace (path, source, counts) */
     int wide;    /* text: print names whole (tl_out.wide) */
+    int threads; /* views computed ahead of the one being written, each in a thread of its own:
+                    0 = TALLY_THREADS, else the cores (tl_default_threads); 1 = one at a time.
+                    The output is the same for any count; more tables are held at once. */
 } tl_report_opts;
 
 /* Check the view list: 0, or -1 with "unknown view 'x'; expected one of: ..." in err. */

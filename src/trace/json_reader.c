@@ -2810,17 +2810,11 @@ static int run_parallel(jr *d, int threads, size_t part_bytes)
     return rc;
 }
 
-/* The threads a read uses: t->read_threads, else TALLY_THREADS, else the available cores. */
+/* The threads a read uses: t->read_threads, else tl_default_threads. */
 static int read_threads(const tl_trace *t)
 {
-    long n = t->read_threads;
-    if (n <= 0) {
-        const char *e = getenv("TALLY_THREADS");
-        n = e && *e ? strtol(e, NULL, 10) : 0;
-    }
-    if (n <= 0)
-        n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : n > 64 ? 64 : (int)n;
+    return t->read_threads > 0 ? (t->read_threads > 64 ? 64 : t->read_threads)
+                               : tl_default_threads();
 }
 
 /* Bytes of a part: 8 MB, less for a small file so that every thread has some (1 MB at least);

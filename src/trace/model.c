@@ -281,6 +281,15 @@ void *tl_big_realloc(void *p, size_t n)
 
 /* ---- trace ------------------------------------------------------------------------------ */
 
+int tl_default_threads(void)
+{
+    const char *e = getenv("TALLY_THREADS");
+    long n = e && *e ? strtol(e, NULL, 10) : 0;
+    if (n <= 0)
+        n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 64 ? 64 : (int)n;
+}
+
 void tl_trace_init(tl_trace *t)
 {
     memset(t, 0, sizeof *t);

@@ -343,6 +343,10 @@ void *tl_big_alloc(size_t n);
 void *tl_big_calloc(size_t n, size_t size); /* zeroed */
 void *tl_big_realloc(void *p, size_t n);
 
+/* Threads to use where a caller says 0: TALLY_THREADS when set to a number > 0, else the
+ * available cores; at most 64. */
+int tl_default_threads(void);
+
 void tl_trace_init(tl_trace *t);
 /* The string table's hash of len bytes at s (FNV-1a on 8-byte words, mixed), for other tables
  * keyed by names. */

@@ -1,7 +1,7 @@
 /*
  * parallel_check.h — what the tests of the parallel JSON parse share: read a file with one
  * thread, then with several at several part sizes, and require the same model, report and
- * error.
+ * error. The report is written with as many threads as the read (views computed ahead).
  */
 #ifndef TALLY_TEST_PARALLEL_CHECK_H
 #define TALLY_TEST_PARALLEL_CHECK_H
@@ -37,6 +37,7 @@ static inline char *load(const char *path, int threads, int part, tl_trace *t, i
     FILE *f = open_memstream(&buf, &len);
     tl_report_opts o;
     memset(&o, 0, sizeof o);
+    o.threads = threads; /* the views computed ahead in as many threads: the same report */
     tl_error e2 = {{0}};
     CHECK_EQ_INT(tl_report_write(f, t, &o, &e2), 0);
     fclose(f);
