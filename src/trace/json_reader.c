@@ -17,6 +17,7 @@
 #include "trace/checked.h"
 #include "trace/now.h"
 #include "trace/grow_array.h"
+#include "trace/inflate.h"
 #include "trace/model.h"
 
 #include <errno.h>
@@ -79,7 +80,7 @@ typedef struct pending_end {
 typedef struct jr {
     /* input */
     int fd;
-    gzFile gz;
+    tl_inflate *gz; /* gzip input, inflated in a thread of its own */
     char *buf;
     size_t cap, len, pos, mark;
     int eof;
@@ -157,14 +158,25 @@ static int count_consumed(jr *r, uint64_t *lines, uint64_t *since)
 {
     char tmp[16384];
     uint64_t off = 0, nl = 0, after = 0;
-    if (r->gz && gzrewind(r->gz) != 0)
-        return -1;
+    /* gzip: inflated again from the start by zlib's own reader, on an fd of its own (the
+     * inflating thread reads with pread, so moving the shared offset disturbs nothing) */
+    gzFile gz = NULL;
+    if (r->gz) {
+        int fd2 = dup(r->fd);
+        if (fd2 < 0 || lseek(fd2, 0, SEEK_SET) != 0 || !(gz = gzdopen(fd2, "rb"))) {
+            if (fd2 >= 0)
+                close(fd2);
+            return -1;
+        }
+    }
     while (off < r->consumed) {
         size_t want = r->consumed - off < sizeof tmp ? (size_t)(r->consumed - off) : sizeof tmp;
-        ssize_t got =
-            r->gz ? gzread(r->gz, tmp, (unsigned)want) : pread(r->fd, tmp, want, (off_t)off);
-        if (got <= 0)
+        ssize_t got = gz ? gzread(gz, tmp, (unsigned)want) : pread(r->fd, tmp, want, (off_t)off);
+        if (got <= 0) {
+            if (gz)
+                gzclose(gz);
             return -1;
+        }
         for (ssize_t i = 0; i < got; i++) {
             if (tmp[i] == '\n') {
                 nl++;
@@ -175,6 +187,8 @@ static int count_consumed(jr *r, uint64_t *lines, uint64_t *since)
         }
         off += (uint64_t)got;
     }
+    if (gz)
+        gzclose(gz);
     *lines = nl;
     *since = after;
     return 0;
@@ -297,15 +311,11 @@ static int refill(jr *r)
     size_t want = r->cap - r->len;
     ssize_t got;
     if (r->gz) {
-        int g = gzread(r->gz, r->buf + r->len, (unsigned)(want > (1u << 30) ? (1u << 30) : want));
-        if (g < 0) {
-            int zerr;
-            const char *m = gzerror(r->gz, &zerr);
-            tl_error_set(r->err, "%s: offset %llu: gzip data is corrupt (%s)", r->name,
-                         (unsigned long long)(r->consumed + r->len), m);
+        /* the inflating thread fills r->err: what went wrong and at which offsets; a stream cut
+         * short is an error there, never a clean end */
+        got = tl_inflate_read(r->gz, r->buf + r->len, want);
+        if (got < 0)
             longjmp(r->jb, JR_ERROR);
-        }
-        got = g;
     } else {
         do
             got = read(r->fd, r->buf + r->len, want);
@@ -317,15 +327,6 @@ static int refill(jr *r)
     }
     if (got == 0) {
         r->eof = 1;
-        if (r->gz) {
-            int zerr;
-            gzerror(r->gz, &zerr);
-            /* a stream cut short reads as a clean end in zlib: check for it */
-            if (zerr != Z_OK && zerr != Z_STREAM_END) {
-                tl_error_set(r->err, "%s: gzip stream is truncated or corrupt", r->name);
-                longjmp(r->jb, JR_ERROR);
-            }
-        }
         return -1;
     }
     r->len += (size_t)got;
@@ -2895,15 +2896,9 @@ int tl_read_json_fd(tl_trace *t, int fd, const char *path, int progress, tl_erro
                          (uint64_t)isize[3] << 24;
             json_size = u >= json_size ? u : json_size * 32;
         }
-        int fd2 = dup(r.fd);
-        r.gz = fd2 >= 0 ? gzdopen(fd2, "rb") : NULL;
-        if (!r.gz) {
-            if (fd2 >= 0)
-                close(fd2);
-            tl_error_setc(err, TL_ERR_IO, "%s: cannot open gzip stream", path);
+        r.gz = tl_inflate_open(r.fd, path, err);
+        if (!r.gz)
             return -1;
-        }
-        gzbuffer(r.gz, 1u << 18);
     } else if (size > 0) {
         r.total_size = (uint64_t)size;
     }
@@ -2914,8 +2909,7 @@ int tl_read_json_fd(tl_trace *t, int fd, const char *path, int progress, tl_erro
     r.buf = tl_big_alloc(r.cap + 1);
     if (!r.buf) {
         tl_error_setc(err, TL_ERR_NOMEM, "%s: out of memory", path);
-        if (r.gz)
-            gzclose(r.gz);
+        tl_inflate_close(r.gz);
         return -1;
     }
     r.buf[0] = 0;
@@ -2926,13 +2920,16 @@ int tl_read_json_fd(tl_trace *t, int fd, const char *path, int progress, tl_erro
     size_t part = part_size(r.total_size, threads);
     int rc = threads > 1 && r.total_size >= 2 * (uint64_t)part ? run_parallel(&r, threads, part)
                                                                : run(&r);
+    /* Damaged gzip inflates to garbage for a while before zlib notices: when the parser fails
+     * first, the damage a little further on is the error to report. */
+    if (rc != 0 && r.gz)
+        tl_inflate_skip(r.gz, 16u << 20);
     show_progress(&r, 1);
     if (rc == 0)
         rc = finish(&r);
     if (rc == 0 && t->keep_raw)
         t->raw_kept = 1;
-    if (r.gz)
-        gzclose(r.gz);
+    tl_inflate_close(r.gz);
     jr_free(&r);
     return rc;
 }
