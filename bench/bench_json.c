@@ -16,13 +16,28 @@
  *       traceName, the file's name, differs between two outputs). Prints the number of events
  *       of each kind and how many of them the reader should keep as model events.
  *
- *   bench_json read FILE [--repeat K] [--expect N] [--no-progress]
+ *   bench_json read FILE [--repeat K] [--expect N] [--threads T] [--no-progress] [--oneline]
  *       Time tl_load (what `tally report FILE` calls; it includes tl_trace_finish) and the
  *       default report (tl_report_write, all views, text) written to /dev/null, one thread.
  *       Prints the file size (uncompressed size for .gz), seconds for load and for report,
  *       MB/s of the whole, events loaded (by category), peak RSS (ru_maxrss) and its ratio to
  *       the JSON's size. With --repeat K > 1 the times are medians over K runs; peak RSS is the
  *       one after the first run. --expect N: exit 1 unless N events were loaded.
+ *
+ *       --threads T sets tl_trace.read_threads (0: all cores); --oneline prints only
+ *       "read WALL USER SYS EVENTS BYTES" (for scale).
+ *
+ *   bench_json scale [--dir D] [--sizes 10,100,1024,2048] [--threads 1,2,0] [--repeat K]
+ *                    [--no-python] [--python-max-gb G]
+ *       How the cost grows with the size: for each size N, D/kineto_<N>mb.json (written by gen
+ *       when absent, kept for the next run), each thread count run as `bench_json read` in a
+ *       fresh child (so that each case's peak RSS is its own, from wait4), then Python's
+ *       json.load of the same file, timed here. K rounds, each running every case once (sizes
+ *       small first), and medians over the rounds: MB/s, CPU ms per MB (user + sys around load
+ *       and report, in the child), its change from the smallest size, and peak RSS over the
+ *       file's size. Python is skipped for a size where the largest RSS ratio it showed on a
+ *       smaller one says it would need more than G GB (default 12). Prints the load average
+ *       before and after.
  *
  * gen prints a progress line on stderr when it runs for more than a second; read passes
  * progress = 1 to tl_load as `tally report` does, so the reader's own progress line shows
@@ -39,6 +54,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -2516,10 +2532,14 @@ static double tv_s(struct timeval tv)
     return (double)tv.tv_sec + (double)tv.tv_usec * 1e-6;
 }
 
+#define READ_USAGE                                                                                 \
+    "usage: bench_json read FILE [--repeat K] [--expect N] [--threads T] [--no-progress]\n"        \
+    "                           [--oneline]\n"
+
 static int cmd_read(int argc, char **argv)
 {
     const char *file = NULL;
-    int repeat = 1, progress = 1;
+    int repeat = 1, progress = 1, threads = 1, oneline = 0;
     long long expect = -1;
     for (int i = 2; i < argc; i++) {
         if (!strcmp(argv[i], "--repeat") && i + 1 < argc)
@@ -2528,16 +2548,19 @@ static int cmd_read(int argc, char **argv)
             expect = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--no-progress"))
             progress = 0;
+        else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+            threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--oneline"))
+            oneline = 1;
         else if (argv[i][0] != '-' && !file)
             file = argv[i];
         else {
-            fprintf(stderr,
-                    "usage: bench_json read FILE [--repeat K] [--expect N] [--no-progress]\n");
+            fputs(READ_USAGE, stderr);
             return 2;
         }
     }
-    if (!file || repeat < 1 || repeat > 1000) {
-        fprintf(stderr, "usage: bench_json read FILE [--repeat K] [--expect N] [--no-progress]\n");
+    if (!file || repeat < 1 || repeat > 1000 || threads < 0) {
+        fputs(READ_USAGE, stderr);
         return 2;
     }
     struct stat st;
@@ -2582,6 +2605,7 @@ static int cmd_read(int argc, char **argv)
         }
         tl_trace t;
         tl_trace_init(&t);
+        t.read_threads = threads;
         if (tl_load(&t, file, progress, &err) != 0) {
             fprintf(stderr, "bench_json: %s\n", err.msg);
             tl_trace_free(&t);
@@ -2626,6 +2650,13 @@ static int cmd_read(int argc, char **argv)
     }
     double ml = median(tl, repeat), mr = median(tr, repeat), mt = median(tt, repeat);
     double peak = (double)peak_kb * 1024.0;
+    if (oneline) { /* for scale, which runs read in a child per case and parses this */
+        printf("read %.6f %.6f %.6f %zu %.0f\n", mt, cpu_user, cpu_sys, nev, (double)json);
+        free(tl);
+        free(tr);
+        free(tt);
+        return status;
+    }
     printf("file     %s\n", file);
     if (gz)
         printf("size     %.1f MB of JSON (%.1f MB gzip on disk, %.1fx)\n", (double)json / 1e6,
@@ -2657,13 +2688,275 @@ static int cmd_read(int argc, char **argv)
     return status;
 }
 
+/* =============================================================================================
+ * scale
+ */
+
+#define SCALE_USAGE                                                                                \
+    "usage: bench_json scale [--dir D] [--sizes 10,100,1024,2048] [--threads 1,2,0] [--repeat "    \
+    "K]\n"                                                                                         \
+    "                        [--no-python] [--python-max-gb G]\n"
+
+#define SCALE_MAX 16 /* sizes, thread counts */
+
+static const char *const python = "/usr/bin/python3";
+
+/* Parse "a,b,c" into v (at most SCALE_MAX values >= lo); returns how many, or -1. */
+static int parse_list(const char *s, int *v, int lo)
+{
+    int n = 0;
+    while (*s) {
+        char *end;
+        long x = strtol(s, &end, 10);
+        if (end == s || x < lo || x > 1 << 20 || n == SCALE_MAX || (*end && *end != ','))
+            return -1;
+        v[n++] = (int)x;
+        s = *end ? end + 1 : end;
+    }
+    return n ? n : -1;
+}
+
+static void print_loadavg(const char *when)
+{
+    char buf[128] = "?";
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (!fgets(buf, sizeof buf, f))
+            strcpy(buf, "?");
+        fclose(f);
+    }
+    buf[strcspn(buf, "\n")] = 0;
+    printf("load average %s: %s\n", when, buf);
+}
+
+/* One run of a program in a child: its wall time as the parent sees it, its CPU time and peak
+ * RSS from wait4 (the child's own, so that no case's peak hides another's), and the first line
+ * it printed (into line, when not NULL). Returns 0, or -1 when it could not run or failed. */
+typedef struct child_run {
+    double wall, cpu, rss; /* s, s, bytes */
+} child_run;
+
+static int run_child(char *const argv[], char *line, size_t cap, child_run *r)
+{
+    int fd[2];
+    if (pipe(fd) != 0)
+        return -1;
+    double t0 = now_s();
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fd[0]);
+        close(fd[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        dup2(fd[1], 1);
+        close(fd[0]);
+        close(fd[1]);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    close(fd[1]);
+    size_t n = 0;
+    char buf[4096];
+    ssize_t k;
+    while ((k = read(fd[0], buf, sizeof buf)) > 0 || (k < 0 && errno == EINTR))
+        for (ssize_t i = 0; i < k; i++)
+            if (line && n + 1 < cap)
+                line[n++] = buf[i];
+    close(fd[0]);
+    if (line && cap)
+        line[n] = 0;
+    int st;
+    struct rusage ru;
+    while (wait4(pid, &st, 0, &ru) < 0)
+        if (errno != EINTR)
+            return -1;
+    r->wall = now_s() - t0;
+    r->cpu = tv_s(ru.ru_utime) + tv_s(ru.ru_stime);
+    r->rss = (double)ru.ru_maxrss * 1024.0;
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
+/* Read the file through once, so that every case reads it from the page cache. */
+static void warm_cache(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    static char buf[1 << 20];
+    while (read(fd, buf, sizeof buf) > 0)
+        ;
+    close(fd);
+}
+
+static int cmd_scale(int argc, char **argv)
+{
+    const char *dir = "bench-data";
+    int sizes[SCALE_MAX] = {10, 100, 1024, 2048}, nsizes = 4;
+    int threads[SCALE_MAX] = {1, 2, 0}, nthreads = 3;
+    int repeat = 3, py = 1;
+    double py_max = 12e9;
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--dir") && i + 1 < argc)
+            dir = argv[++i];
+        else if (!strcmp(argv[i], "--sizes") && i + 1 < argc)
+            nsizes = parse_list(argv[++i], sizes, 1);
+        else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+            nthreads = parse_list(argv[++i], threads, 0);
+        else if (!strcmp(argv[i], "--repeat") && i + 1 < argc)
+            repeat = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--no-python"))
+            py = 0;
+        else if (!strcmp(argv[i], "--python-max-gb") && i + 1 < argc)
+            py_max = atof(argv[++i]) * 1e9;
+        else
+            nsizes = -1;
+    }
+    if (nsizes < 0 || nthreads < 0 || repeat < 1 || repeat > 100) {
+        fputs(SCALE_USAGE, stderr);
+        return 2;
+    }
+    if (py && access(python, X_OK) != 0) {
+        printf("%s not found: no Python figures\n", python);
+        py = 0;
+    }
+    char self[4096];
+    ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (sl <= 0) {
+        fprintf(stderr, "bench_json: cannot find its own program\n");
+        return 1;
+    }
+    self[sl] = 0;
+    mkdir(dir, 0755);
+    char path[SCALE_MAX][4096];
+    double bytes[SCALE_MAX];
+    for (int s = 0; s < nsizes; s++) {
+        snprintf(path[s], sizeof path[s], "%s/kineto_%dmb.json", dir, sizes[s]);
+        struct stat st;
+        if (stat(path[s], &st) != 0) {
+            char mb[32];
+            snprintf(mb, sizeof mb, "%d", sizes[s]);
+            char *gen_argv[] = {self, "gen", path[s], "--mb", mb, NULL};
+            child_run r;
+            printf("generating %s ...\n", path[s]);
+            fflush(stdout);
+            if (run_child(gen_argv, NULL, 0, &r) != 0 || stat(path[s], &st) != 0) {
+                fprintf(stderr, "bench_json: could not write %s\n", path[s]);
+                return 1;
+            }
+        }
+        bytes[s] = (double)st.st_size;
+        warm_cache(path[s]);
+    }
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    print_loadavg("before");
+    printf("%d rounds; in each, every size (small first) and thread count once, then Python\n",
+           repeat);
+    fflush(stdout);
+
+    /* [size][thread or nthreads for Python][round] */
+    static double wall[SCALE_MAX][SCALE_MAX + 1][100], cpu[SCALE_MAX][SCALE_MAX + 1][100],
+        rss[SCALE_MAX][SCALE_MAX + 1][100];
+    int py_skip[SCALE_MAX] = {0};
+    double py_ratio = 0; /* the largest peak-RSS / file ratio Python showed so far */
+    int status = 0;
+    for (int rep = 0; rep < repeat; rep++)
+        for (int s = 0; s < nsizes; s++) {
+            for (int k = 0; k < nthreads; k++) {
+                char th[16], line[256];
+                snprintf(th, sizeof th, "%d", threads[k]);
+                char *read_argv[] = {self, "read",          path[s],     "--threads",
+                                     th,   "--no-progress", "--oneline", NULL};
+                child_run r;
+                double t, u, sy;
+                if (run_child(read_argv, line, sizeof line, &r) != 0 ||
+                    sscanf(line, "read %lf %lf %lf", &t, &u, &sy) != 3) {
+                    fprintf(stderr, "bench_json: read %s failed\n", path[s]);
+                    return 1;
+                }
+                /* the child's own clock and CPU time around load and report: not its start
+                 * (exec, the dynamic linker) nor its exit */
+                wall[s][k][rep] = t;
+                cpu[s][k][rep] = u + sy;
+                rss[s][k][rep] = r.rss;
+            }
+            if (!py)
+                continue;
+            /* Python holds the whole document as objects, several times the file: estimated
+             * from the smaller sizes it read, skipped where that would not fit */
+            if (rep == 0 && (py_ratio ? py_ratio * bytes[s] : 0) > py_max)
+                py_skip[s] = 1;
+            if (py_skip[s])
+                continue;
+            char *py_argv[] = {(char *)python, "-c",
+                               "import json,sys; json.load(open(sys.argv[1]))", path[s], NULL};
+            child_run r;
+            if (run_child(py_argv, NULL, 0, &r) != 0) {
+                printf("python3 json.load of %s failed\n", path[s]);
+                py_skip[s] = 1;
+                status = 1;
+                continue;
+            }
+            wall[s][nthreads][rep] = r.wall;
+            cpu[s][nthreads][rep] = r.cpu;
+            rss[s][nthreads][rep] = r.rss;
+            if (r.rss / bytes[s] > py_ratio)
+                py_ratio = r.rss / bytes[s];
+        }
+    print_loadavg("after");
+
+    printf(
+        "\ntally: bench_json read (tl_load + default report to /dev/null) in a fresh process per "
+        "case, medians of %d\n",
+        repeat);
+    printf("threads: as requested (read_threads; 0 = all cores, %ld here)\n", ncpu);
+    printf("%10s %8s %9s %11s %9s %9s\n", "size MB", "threads", "MB/s", "CPU ms/MB", "vs first",
+           "RSS/file");
+    double first[SCALE_MAX] = {0};
+    for (int s = 0; s < nsizes; s++)
+        for (int k = 0; k < nthreads; k++) {
+            double w = median(wall[s][k], repeat), c = median(cpu[s][k], repeat),
+                   m = median(rss[s][k], repeat), mb = bytes[s] / 1e6;
+            char th[32];
+            if (threads[k])
+                snprintf(th, sizeof th, "%d", threads[k]);
+            else
+                snprintf(th, sizeof th, "all %ld", ncpu);
+            double per = c * 1e3 / mb;
+            if (s == 0)
+                first[k] = per;
+            printf("%10.1f %8s %9.0f %11.3f %8.1f%% %9.3f\n", mb, th, mb / w, per,
+                   100.0 * (per / first[k] - 1), m / bytes[s]);
+        }
+    if (py) {
+        printf("\nPython: %s -c 'import json,sys; json.load(open(sys.argv[1]))', medians of %d "
+               "(its start, ~20 ms, included)\n",
+               python, repeat);
+        printf("%10s %9s %11s %9s\n", "size MB", "MB/s", "CPU ms/MB", "RSS/file");
+        for (int s = 0; s < nsizes; s++) {
+            double mb = bytes[s] / 1e6;
+            if (py_skip[s]) {
+                printf("%10.1f   skipped: would need ~%.0f GB (%.1fx the file), over %.0f GB\n", mb,
+                       py_ratio * bytes[s] / 1e9, py_ratio, py_max / 1e9);
+                continue;
+            }
+            printf("%10.1f %9.0f %11.3f %9.3f\n", mb, mb / median(wall[s][nthreads], repeat),
+                   median(cpu[s][nthreads], repeat) * 1e3 / mb,
+                   median(rss[s][nthreads], repeat) / bytes[s]);
+        }
+    }
+    return status;
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 2 && !strcmp(argv[1], "gen"))
         return cmd_gen(argc, argv);
     if (argc >= 2 && !strcmp(argv[1], "read"))
         return cmd_read(argc, argv);
-    fprintf(stderr, "usage: bench_json gen OUT.json [--mb N] [--seed S]\n"
-                    "       bench_json read FILE [--repeat K] [--expect N] [--no-progress]\n");
+    if (argc >= 2 && !strcmp(argv[1], "scale"))
+        return cmd_scale(argc, argv);
+    fprintf(stderr, "usage: bench_json gen OUT.json [--mb N] [--seed S]\n%s%s", READ_USAGE,
+            SCALE_USAGE);
     return argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) ? 0 : 2;
 }

@@ -41,17 +41,33 @@ static int64_t samples_of(const tl_trace *t, const int64_t *nums, size_t nnums, 
 int tl_steps_load(const tl_trace *t, tl_steps *out)
 {
     memset(out, 0, sizeof *out);
-    size_t spans = 0, n = 0;
+    /* Every view loads the steps, so this runs about ten times a report: the events are read
+     * once, for the few step spans, and what follows reads only those. (Reading the events
+     * three times, as this did, cost 0.2 ms per MB of JSON once they outgrow the cache.) */
+    size_t spans = 0, cap = 0, n = 0;
+    uint32_t *at = NULL;
     for (size_t i = 0; i < t->nev; i++) {
         if (t->ev[i].cat != TL_CAT_STEP)
             continue;
-        spans++;
+        if (spans == cap) {
+            cap = cap ? 2 * cap : 64;
+            uint32_t *na = realloc(at, cap * sizeof *na);
+            if (!na) {
+                free(at);
+                return -1;
+            }
+            at = na;
+        }
+        at[spans++] = (uint32_t)i;
         n += is_step(&t->ev[i]);
     }
     out->v = calloc(n ? n : 1, sizeof *out->v);
-    if (!out->v)
+    if (!out->v) {
+        free(at);
         return -1;
+    }
     if (n == 0) {
+        free(at);
         out->left_out = (int)spans;
         if (t->nev == 0)
             return 0;
@@ -66,31 +82,31 @@ int tl_steps_load(const tl_trace *t, tl_steps *out)
     if (t->nsteps_samples == spans) {
         nums = malloc(spans * sizeof *nums);
         if (!nums) {
+            free(at);
             tl_steps_free(out);
             return -1;
         }
-        size_t k = 0;
-        for (size_t i = 0; i < t->nev; i++)
-            if (t->ev[i].cat == TL_CAT_STEP)
-                nums[k++] = t->ev[i].value;
+        for (size_t k = 0; k < spans; k++)
+            nums[k] = t->ev[at[k]].value;
         qsort(nums, spans, sizeof *nums, i64_cmp);
     }
-    for (size_t i = 0; i < t->nev; i++) {
-        const tl_event *e = &t->ev[i];
-        if (e->cat != TL_CAT_STEP || !is_step(e))
+    for (size_t k = 0; k < spans; k++) {
+        const tl_event *e = &t->ev[at[k]];
+        if (!is_step(e))
             continue;
         tl_step *s = &out->v[out->n++];
         s->s = e->ts;
         s->e = e->ts + e->dur;
         s->number = e->value;
         s->name = e->name;
-        s->ev = (int32_t)i;
+        s->ev = (int32_t)at[k];
         s->samples = nums ? samples_of(t, nums, spans, e->value) : 0;
         out->total = tl_add_sat(out->total, e->dur);
         if (s->samples > 0)
             out->with_samples = 1;
     }
     free(nums);
+    free(at);
     out->left_out = (int)(spans - n);
     qsort(out->v, n, sizeof *out->v, step_cmp);
     return 0;
