@@ -5,8 +5,8 @@
  * device work.
  *
  * Sorting finds the order as indices (a counting sort by track, then a merge sort of the few
- * tracks whose events did not come in order) and then moves the events once: in place while
- * they fit in the cache, copied into a second array beyond (see sort_events).
+ * tracks whose events did not come in order) and then permutes the events in place, so a
+ * 4-million-event trace needs 16 MB of indices rather than a second copy of its events.
  */
 #include "trace/model.h"
 #include "trace/checked.h"
@@ -798,10 +798,6 @@ static int sort_track(const tl_event *ev, uint32_t *seg, size_t c, size_t runs, 
     return res ? 0 : -1;
 }
 
-/* Above this many bytes of events, sort_events copies them into order rather than permuting
- * them in place: the size of the last-level cache of the machines it was measured on. */
-#define GATHER_MIN (32u << 20)
-
 /* Readers add a track's events nearly in order (a thread's ops, a stream's kernels), but tracks
  * interleave: Kineto writes runtime calls and the kernels they launch in launch order, and
  * appends them after the threads' ops. So the order is found as a stable counting sort by track
@@ -862,21 +858,11 @@ static int sort_events(tl_trace *t)
                 sort_track(ev, perm + start[tr], start[tr + 1] - start[tr], runs[tr] + 1, tmp) != 0)
                 goto done;
     }
-    /* Events that fit in the cache are permuted in place. Beyond that, following the cycles
-     * waits for memory at every move, and that cost per event grew with the trace (2 GB of
-     * JSON: 0.4 s of 300 MB of events); copying into a second array instead reads the events
-     * in a few sequential streams (the tracks' runs) and writes one, at the price of the new
-     * array's fresh pages and, for the length of the copy, its memory. */
-    tl_event *out = n * sizeof *ev > GATHER_MIN ? malloc(n * sizeof *out) : NULL;
-    if (out) {
-        for (size_t i = 0; i < n; i++)
-            out[i] = ev[perm[i]];
-        free(t->ev);
-        t->ev = out;
-        t->cap_ev = n;
-    } else {
-        apply_permutation(ev, perm, n);
-    }
+    /* In place, at any size: copying into a second array reads the events in near-sequential
+     * streams, but takes a second copy of the events for its length (peak memory 0.24 -> 0.34 of
+     * a 1-2 GB file, over the 0.3 the reader keeps to), and its fresh pages cost about what the
+     * cycles' cache misses cost (measured twice: 1 GB the same time; 2 GB 5 % faster copied). */
+    apply_permutation(ev, perm, n);
     rc = 0;
 done:
     free(start);
