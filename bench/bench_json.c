@@ -18,7 +18,8 @@
  *
  *   bench_json read FILE [--repeat K] [--expect N] [--threads T] [--no-progress] [--oneline]
  *       Time tl_load (what `tally report FILE` calls; it includes tl_trace_finish) and the
- *       default report (tl_report_write, all views, text) written to /dev/null, one thread.
+ *       default report (tl_report_write, all views, text) written to /dev/null, both with
+ *       --threads T (default 1; 0 = the cores).
  *       Prints the file size (uncompressed size for .gz), seconds for load and for report,
  *       MB/s of the whole, events loaded (by category), peak RSS (ru_maxrss) and its ratio to
  *       the JSON's size. With --repeat K > 1 the times are medians over K runs; peak RSS is the
@@ -2597,6 +2598,7 @@ static int cmd_read(int argc, char **argv)
         ro.fmt = TL_FMT_TEXT;
         ro.unit = TL_UNIT_AUTO;
         ro.header = 1;
+        ro.threads = threads; /* the views computed ahead in as many threads as the parse */
         tl_error err = {{0}};
         double a = now_s();
         if (tl_report_check_views(ro.views, &err) != 0) {
