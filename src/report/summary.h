@@ -38,8 +38,9 @@ typedef struct tl_report_opts {
     int header;  /* text: a first line naming the trace (path, source, counts) */
     int wide;    /* text: print names whole (tl_out.wide) */
     int threads; /* views computed ahead of the one being written, each in a thread of its own:
-                    0 = TALLY_THREADS, else the cores (tl_default_threads); 1 = one at a time.
-                    The output is the same for any count; more tables are held at once. */
+                    0 = TALLY_THREADS, else the cores (tl_default_threads), but one at a time
+                    for a trace of over 200 000 distinct names; 1 = one at a time. The output
+                    is the same for any count; more tables are held at once. */
 } tl_report_opts;
 
 /* Check the view list: 0, or -1 with "unknown view 'x'; expected one of: ..." in err. */
