@@ -1643,6 +1643,8 @@ static void commit_event(jr *r, raw_event *ev)
             cannot_carry(r); /* a device numbered by the id of its pid's name */
         int32_t dev = ev->have_device ? (int32_t)ev->device : (int32_t)pid;
         int64_t stream = ev->have_stream ? ev->stream : tid;
+        if (r->mode == JR_PART && ev->have_stream && is_part_sid(stream))
+            cannot_carry(r); /* a stream number a part's stand-in for a name could equal */
         track = tl_trace_track(t, TL_TRACK_STREAM, pid, stream, dev);
     } else {
         track = tl_trace_track(t, TL_TRACK_THREAD, pid, tid, -1);

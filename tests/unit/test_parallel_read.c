@@ -206,11 +206,64 @@ TEST(bad_input_gives_the_one_pass_message)
     free(text);
 }
 
+/* Numbers a part's stand-in for a name's id could equal (INT64_MIN and near it, as a pid, a
+ * tid, a stream or a flow id; -1e300 saturates there): read in one pass from there on, the
+ * same model. (The fuzz target found the stream.) */
+TEST(numbers_like_a_parts_stand_ins_read_the_same)
+{
+    static const char *const ids[] = {"-1e300", "-9223372036854775808", "-9223372036854775807"};
+    static const int parts[] = {64, 200};
+    char path[256];
+    snprintf(path, sizeof path, "%s/ids.json", tmpdir);
+    for (int k = 0; k < 3 * 4; k++) {
+        FILE *f = fopen(path, "w");
+        CHECK(f != NULL);
+        if (!f)
+            return;
+        fputs("{\"traceEvents\": [\n", f);
+        for (int i = 0; i < 40; i++) {
+            const char *id = i == 20 ? ids[k / 4] : "3";
+            switch (k % 4) {
+            case 0:
+                fprintf(f,
+                        "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, "
+                        "\"tid\": \"\", \"ts\": %d, \"dur\": 1, \"args\": {\"stream\": %s}},\n",
+                        i, id);
+                break;
+            case 1:
+                fprintf(f,
+                        "{\"ph\": \"X\", \"name\": \"a\", \"pid\": %s, \"tid\": \"\", \"ts\": %d, "
+                        "\"dur\": 1},\n",
+                        id, i);
+                break;
+            case 2:
+                fprintf(
+                    f,
+                    "{\"ph\": \"B\", \"name\": \"b\", \"pid\": \"\", \"tid\": %s, \"ts\": %d},\n",
+                    id, i);
+                break;
+            default:
+                fprintf(f,
+                        "{\"ph\": \"s\", \"id\": %s, \"cat\": \"ac2g\", \"name\": \"f\", \"pid\": "
+                        "1, \"tid\": 1, \"ts\": %d},\n",
+                        id, i);
+                break;
+            }
+        }
+        fputs("{\"ph\": \"X\", \"name\": \"end\", \"pid\": 1, \"tid\": 1, \"ts\": 99, \"dur\": "
+              "1}]}\n",
+              f);
+        fclose(f);
+        check_file(path, parts, 2);
+    }
+}
+
 int main(void)
 {
     CHECK(mkdtemp(tmpdir) != NULL);
     RUN(random_traces_read_the_same_with_any_threads);
     RUN(bad_input_gives_the_one_pass_message);
+    RUN(numbers_like_a_parts_stand_ins_read_the_same);
     char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (system(cmd) != 0)
