@@ -376,10 +376,8 @@ int tl_job_load(tl_job *job, char *const *paths, size_t n, int threads, int prog
         tl_error_setc(err, TL_ERR_USAGE, "no trace to read");
         return -1;
     }
-    if (threads <= 0) {
-        long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        threads = cores > 0 ? (int)cores : 1;
-    }
+    if (threads <= 0)
+        threads = tl_default_threads();
     /* Job reports (the map step's output) give their ranks' summaries: read here, at once;
      * traces are read by the pool into the first slots. */
     char **traces = calloc(n, sizeof *traces);

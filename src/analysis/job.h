@@ -59,7 +59,7 @@ typedef struct tl_job {
 int tl_job_paths(const char *const *args, int nargs, char ***out, size_t *n, tl_error *err);
 void tl_job_paths_free(char **paths, size_t n);
 
-/* Read every path with up to `threads` threads (<= 0: the available cores) and summarise each
+/* Read every path with up to `threads` threads (<= 0: tl_default_threads) and summarise each
  * rank. progress: a line on stderr as ranks are read. 0, or -1 with err set (a file that does
  * not load names itself; two traces of one rank). */
 int tl_job_load(tl_job *job, char *const *paths, size_t n, int threads, int progress,

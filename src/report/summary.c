@@ -418,6 +418,14 @@ typedef struct ahead {
 /* More distinct names than this: the views are computed one at a time unless asked otherwise. */
 #define MANY_NAMES_ONE_AT_A_TIME 200000
 
+/* View k of a, computed. */
+static tl_table *ahead_compute(const ahead *a, int k, tl_error *err)
+{
+    const tl_view_def *d = &tl_view_defs[a->idx[k]];
+    tl_view_opts vo = view_opts(d, a->o);
+    return d->fn(a->t, &vo, err);
+}
+
 static void *ahead_main(void *arg)
 {
     ahead *a = arg;
@@ -429,10 +437,8 @@ static void *ahead_main(void *arg)
             break;
         int k = a->next++;
         pthread_mutex_unlock(&a->mu);
-        const tl_view_def *d = &tl_view_defs[a->idx[k]];
-        tl_view_opts vo = view_opts(d, a->o);
         tl_error e = {{0}};
-        tl_table *res = d->fn(a->t, &vo, &e);
+        tl_table *res = ahead_compute(a, k, &e);
         pthread_mutex_lock(&a->mu);
         a->res[k] = res;
         a->err[k] = e;
@@ -472,10 +478,8 @@ static void ahead_start(ahead *a, const tl_trace *t, const tl_report_opts *o, in
 static tl_table *ahead_take(ahead *a, int k, tl_error *err)
 {
     if (!a->nth) { /* no threads: computed here, in turn */
-        const tl_view_def *d = &tl_view_defs[a->idx[k]];
-        tl_view_opts vo = view_opts(d, a->o);
         a->next = a->taken = k + 1;
-        return d->fn(a->t, &vo, err);
+        return ahead_compute(a, k, err);
     }
     pthread_mutex_lock(&a->mu);
     while (!a->done[k])

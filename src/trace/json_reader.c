@@ -29,7 +29,6 @@
 #include <string.h>
 #include <time.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 #ifdef __SSE2__
@@ -41,7 +40,8 @@
 enum { JR_NEED_MORE = 1, JR_ERROR = 2 };
 
 /* How run() reads: the whole input; as the driver of a parallel read (it stops at each element
- * of traceEvents for the parts to take over); or as one part of a window (parse.c's threads). */
+ * of traceEvents for the parts to take over); or as one part of a window (a thread of the parallel
+ * parse, below). */
 enum { JR_WHOLE = 0, JR_DRIVER, JR_PART };
 
 /* What run() returns besides 0 (done) and -1 (error). */
@@ -1349,7 +1349,7 @@ static jstr strip_paddle_suffix(jstr s)
 }
 
 /* A part meets what only a pass in file order reads right: the driver reads the rest of the
- * file in one pass (hostile input only; see is_part_sid and merge_part). */
+ * file in one pass (hostile input only; see is_part_sid and merge_ids). */
 __attribute__((noreturn)) static void cannot_carry(jr *r)
 {
     r->unsafe = 1;
@@ -1379,14 +1379,17 @@ static int64_t id_value(jr *r, idval id)
     return r->mode == JR_PART ? PART_SID + sid : -(int64_t)sid - 1;
 }
 
-/* Append the item of `size` bytes at item to the array *a of *n (capacity *cap). */
-static void part_push(jr *r, void **a, size_t *n, size_t *cap, size_t size, const void *item)
+/* Append the item of `size` bytes at item to the array whose address is parr (a T **) of *n
+ * items (capacity *cap); out of memory ends the read. */
+static void push_item(jr *r, void *parr, size_t *n, size_t *cap, size_t size, const void *item)
 {
-    if (tl_grow_array(a, cap, *n + 1, size) != 0) {
+    if (tl_grow_array(parr, cap, *n + 1, size) != 0) {
         tl_error_setc(r->err, TL_ERR_NOMEM, "%s: out of memory", r->name);
         longjmp(r->jb, JR_ERROR);
     }
-    memcpy((char *)*a + *n * size, item, size);
+    char *a; /* *parr, read as tl_grow_array reads it: parr is a T ** of any T */
+    memcpy(&a, parr, sizeof a);
+    memcpy(a + *n * size, item, size);
     ++*n;
 }
 
@@ -1570,12 +1573,8 @@ static int phase_from_word(jstr w, int cat)
 /* A step's sample count from tally's export, for finish. */
 static void add_samples(jr *r, int64_t step, int64_t samples)
 {
-    if (tl_grow_array(&r->samples, &r->cap_samples, r->nsamples + 1, sizeof *r->samples) != 0) {
-        tl_error_setc(r->err, TL_ERR_NOMEM, "%s: out of memory", r->name);
-        longjmp(r->jb, JR_ERROR);
-    }
-    r->samples[r->nsamples][0] = step;
-    r->samples[r->nsamples++][1] = samples;
+    push_item(r, &r->samples, &r->nsamples, &r->cap_samples, sizeof *r->samples,
+              (int64_t[2]){step, samples});
 }
 
 /* s starts with the literal lit and goes on (a constant-size memcmp: this runs per event) */
@@ -1595,7 +1594,7 @@ static void commit_event(jr *r, raw_event *ev)
                 tl_trace_track(t, TL_TRACK_THREAD, id_value(r, ev->pid), id_value(r, ev->tid), -1);
             t->tracks[tr].name = intern_js(r, ev->arg_name);
             if (r->mode == JR_PART) /* "" too: it unnames the thread */
-                part_push(r, (void **)&r->names, &r->nnames, &r->cap_names, sizeof *r->names,
+                push_item(r, &r->names, &r->nnames, &r->cap_names, sizeof *r->names,
                           (uint32_t[2]){tr, t->tracks[tr].name});
         }
         return;
@@ -1659,7 +1658,7 @@ static void commit_event(jr *r, raw_event *ev)
             if (b->dur < 0)
                 b->dur = 0;
         } else if (r->mode == JR_PART) { /* its B may be in an earlier part */
-            part_push(r, (void **)&r->pend, &r->npend, &r->cap_pend, sizeof *r->pend,
+            push_item(r, &r->pend, &r->npend, &r->cap_pend, sizeof *r->pend,
                       &(pending_end){track, ev->ts});
         } else {
             t->unmatched_ends++;
@@ -1717,8 +1716,8 @@ static void commit_event(jr *r, raw_event *ev)
         return;
     }
     if (undecided)
-        part_push(r, (void **)&r->undecided, &r->nundecided, &r->cap_undecided,
-                  sizeof *r->undecided, &(uint32_t){(uint32_t)t->nev});
+        push_item(r, &r->undecided, &r->nundecided, &r->cap_undecided, sizeof *r->undecided,
+                  &(uint32_t){(uint32_t)t->nev});
     tl_event *e = add_event(r);
     e->ts = ev->ts;
     e->dur = ph == 'X' && ev->have_dur ? tl_clamp_dur(e->ts, ev->dur) : 0;
@@ -2840,8 +2839,7 @@ static int run_parallel(jr *d, int threads, size_t part_bytes)
     if (rc != RUN_ELEMENT)
         return rc;
     pread_t P = {0};
-    struct stat st;
-    P.file_size = fstat(d->fd, &st) == 0 && st.st_size > 0 ? (uint64_t)st.st_size : 0;
+    P.file_size = d->total_size;
     P.n = threads;
     P.cap = (size_t)threads * part_bytes;
     P.parts = calloc((size_t)threads, sizeof *P.parts);
