@@ -2152,7 +2152,7 @@ static int run(jr *r)
                 r->pos++;
             if (r->pos < r->len)
                 fail(r, "end of input after the trace");
-            if (!r->eof) {
+            if (!r->eof && r->mode != JR_PART) {
                 r->mark = r->pos;
                 if (refill(r) == 0)
                     continue;
@@ -2405,7 +2405,7 @@ typedef struct pread {
     int n;
     char *buf; /* the window */
     size_t cap;
-    uint64_t windows, dropped; /* windows read; parts dropped for a wrong start */
+    uint64_t windows, dropped, driver_units, one_pass; /* see tl_trace.read_stats */
     uint64_t file_size;
     double t_parse, t_merge; /* seconds in the parts and in the merges (TALLY_READ_STATS) */
     uint32_t *seen;          /* per track of the trace: the merge that last mapped a track to it */
@@ -2452,7 +2452,9 @@ static void part_begin(part *p, const jr *d, char *buf, size_t len, uint64_t off
     r->len = r->cap = len;
     r->pos = r->mark = start;
     r->consumed = off;
-    r->eof = 1;
+    /* a unit the window ends inside is the next window's (RUN_INCOMPLETE), unless the file ends
+     * there too: then it is bad input, which the driver reads again to say where */
+    r->eof = off + len >= d->total_size;
     r->in_mem = 1; /* the window is the driver's */
     r->paddle = d->paddle;
     r->bare = d->bare;
@@ -2868,14 +2870,23 @@ static int run_parallel(jr *d, int threads, size_t part_bytes)
         d->state = state;
         d->mode = w == W_STUCK ? JR_DRIVER : JR_WHOLE;
         d->one = w == W_STUCK;
+        P.driver_units += w == W_STUCK;
+        P.one_pass += w == W_ONE_PASS;
         rc = run(d);
     }
+    d->t->read_stats.windows = P.windows;
+    d->t->read_stats.dropped = P.dropped;
+    d->t->read_stats.driver_units = P.driver_units;
+    d->t->read_stats.one_pass = P.one_pass;
+    d->t->read_stats.parse_s = P.t_parse;
+    d->t->read_stats.merge_s = P.t_merge;
     if (getenv("TALLY_READ_STATS"))
         fprintf(stderr,
-                "tally: %s: %d threads, %llu windows, %llu parts dropped, %.3f s parsing, %.3f s "
-                "merging\n",
+                "tally: %s: %d threads, %llu windows, %llu parts dropped, %llu units read by the "
+                "driver, %s, %.3f s parsing, %.3f s merging\n",
                 d->name, threads, (unsigned long long)P.windows, (unsigned long long)P.dropped,
-                P.t_parse, P.t_merge);
+                (unsigned long long)P.driver_units,
+                P.one_pass ? "then one pass" : "in parallel to the end", P.t_parse, P.t_merge);
     parts_free(&P);
     return rc;
 }

@@ -324,6 +324,14 @@ typedef struct tl_trace {
      * available cores; 1 = one. Set by the caller before loading; the model is the same for any
      * count. (A gzip file is inflated in a thread of its own and parsed in the caller's.) */
     int read_threads;
+    /* What the parallel read did (zero after a read in one pass): windows parsed, parts dropped
+     * for a start that was no element's, units the driving thread parsed itself (an element
+     * longer than a window, bad input), whether it went on in one pass from some point (ids a
+     * part cannot carry), seconds in the parts and in the merges. TALLY_READ_STATS prints them. */
+    struct {
+        uint64_t windows, dropped, driver_units, one_pass;
+        double parse_s, merge_s;
+    } read_stats;
     tl_raw raw;
     uint32_t *raw_other, *raw_members;
     size_t nraw_other, cap_raw_other;

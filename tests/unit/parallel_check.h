@@ -71,9 +71,15 @@ static inline int same_model(const tl_trace *a, const tl_trace *b)
     return 1;
 }
 
+/* Windows the parallel reads of check_file parsed, all told (a file under two parts is read in
+ * one pass). */
+static uint64_t windows_read;
+
 /* Read path with one thread, then with 2, 3 and 7 threads at several part sizes: the same
- * model, report and error. */
-static inline void check_file(const char *path, const int *parts, int nparts)
+ * model, report and error. all_parallel: the file is a good trace of short elements, so every
+ * window is parsed by the parts alone, to the end: no part dropped, no unit left to the
+ * driving thread, no falling back to one pass. */
+static inline void check_file(const char *path, const int *parts, int nparts, int all_parallel)
 {
     tl_trace one;
     tl_error e1;
@@ -92,6 +98,12 @@ static inline void check_file(const char *path, const int *parts, int nparts)
             } else if (rcn == 0) {
                 CHECK(same_model(&one, &many));
                 CHECK(r1 && rn && strcmp(r1, rn) == 0);
+                windows_read += many.read_stats.windows;
+                if (all_parallel) {
+                    CHECK_EQ_INT((int)many.read_stats.dropped, 0);
+                    CHECK_EQ_INT((int)many.read_stats.driver_units, 0);
+                    CHECK_EQ_INT((int)many.read_stats.one_pass, 0);
+                }
             }
             if (test_failures) {
                 fprintf(stderr, "  %s: %d threads, parts of %d bytes\n", path, threads[ti],

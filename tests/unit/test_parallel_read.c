@@ -166,7 +166,7 @@ TEST(random_traces_read_the_same_with_any_threads)
         ntids = round % 4 == 3 ? 7 : 5;
         device_name_pids = round % 4 == 1;
         make_trace(path, n, round % 3, cpu_at, round % 5 == 4 ? 9000 : 0);
-        check_file(path, parts, 3);
+        check_file(path, parts, 3, 0);
     }
 }
 
@@ -195,13 +195,13 @@ TEST(bad_input_gives_the_one_pass_message)
         fputs(breaks[k % 5], f);
         fwrite(text + at, 1, len - at, f);
         fclose(f);
-        check_file(bad, parts, 2);
+        check_file(bad, parts, 2, 0);
     }
     for (size_t cut = len / 3; cut < len && !test_failures; cut += len / 4) { /* truncated */
         FILE *f = fopen(bad, "w");
         fwrite(text, 1, cut, f);
         fclose(f);
-        check_file(bad, parts, 2);
+        check_file(bad, parts, 2, 0);
     }
     free(text);
 }
@@ -254,7 +254,7 @@ TEST(numbers_like_a_parts_stand_ins_read_the_same)
               "1}]}\n",
               f);
         fclose(f);
-        check_file(path, parts, 2);
+        check_file(path, parts, 2, 0);
     }
 }
 
