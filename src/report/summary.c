@@ -23,22 +23,22 @@
 
 /* clang-format off */
 const tl_view_def tl_view_defs[] = {
-    /* name         function             needs            sort  summary help */
-    {"device",      tl_view_device,      TL_NEEDS_DEVICE, 0,    1,      "per device and stream: busy time (kernels, copies), utilization"},
-    {"overview",    tl_view_overview,    0,               0,    1,      "time per event type (interval union), ratio to the step time"},
-    {"model",       tl_view_model,       0,               0,    1,      "per step: Dataloader, Forward, Backward, Optimization, Other"},
-    {"perf",        tl_view_perf,        0,               0,    1,      "step time, reader cost, throughput: avg/max/min"},
-    {"breakdown",   tl_view_breakdown,   0,               0,    0,      "per step: Kernel, Memcpy, Memset, Runtime, DataLoader, CPU Exec, Other (TensorBoard)"},
-    {"gpu",         tl_view_gpu,         TL_NEEDS_DEVICE, 0,    0,      "per device over all streams: computation, communication, memcpy, exposed, idle"},
-    {"distributed", tl_view_distributed, TL_NEEDS_DEVICE, 0,    0,      "communication vs computation and their overlap"},
-    {"operator",    tl_view_operator,    0,               1,    0,      "host operators: calls, CPU total/self, GPU time of their kernels"},
-    {"kernel",      tl_view_kernel,      TL_NEEDS_DEVICE, 1,    1,      "kernels by name: calls, total/avg/max/min, share of GPU time"},
-    {"memcpy",      tl_view_memcpy,      TL_NEEDS_DEVICE, 1,    0,      "copies by kind and memsets: calls, bytes, time, GB/s"},
-    {"ranges",      tl_view_ranges,      0,               1,    1,      "user-defined ranges by name: calls, total, self, avg/max/min"},
-    {"memory",      tl_view_memory,      TL_NEEDS_MEMORY, 1,    1,      "per device: peak, timeline, what the peak holds, per operator, leaks"},
-    {"ops",         tl_view_ops,         0,               1,    0,      "PyTorch's key_averages().table(): self/total CPU and CUDA time"},
-    {"gaps",        tl_view_gaps,        TL_NEEDS_DEVICE, 1,    0,      "GPU idle time, its causes, kernel launches"},
-    {"findings",    tl_view_findings,    0,               0,    1,      "ranked findings with their evidence (printed last)"},
+    /* name         function             needs            sort  summary cost help */
+    {"device",      tl_view_device,      TL_NEEDS_DEVICE, 0,    1,      31,  "per device and stream: busy time (kernels, copies), utilization"},
+    {"overview",    tl_view_overview,    0,               0,    1,      58,  "time per event type (interval union), ratio to the step time"},
+    {"model",       tl_view_model,       0,               0,    1,      41,  "per step: Dataloader, Forward, Backward, Optimization, Other"},
+    {"perf",        tl_view_perf,        0,               0,    1,      9,   "step time, reader cost, throughput: avg/max/min"},
+    {"breakdown",   tl_view_breakdown,   0,               0,    0,      93,  "per step: Kernel, Memcpy, Memset, Runtime, DataLoader, CPU Exec, Other (TensorBoard)"},
+    {"gpu",         tl_view_gpu,         TL_NEEDS_DEVICE, 0,    0,      28,  "per device over all streams: computation, communication, memcpy, exposed, idle"},
+    {"distributed", tl_view_distributed, TL_NEEDS_DEVICE, 0,    0,      31,  "communication vs computation and their overlap"},
+    {"operator",    tl_view_operator,    0,               1,    0,      62,  "host operators: calls, CPU total/self, GPU time of their kernels"},
+    {"kernel",      tl_view_kernel,      TL_NEEDS_DEVICE, 1,    1,      32,  "kernels by name: calls, total/avg/max/min, share of GPU time"},
+    {"memcpy",      tl_view_memcpy,      TL_NEEDS_DEVICE, 1,    0,      20,  "copies by kind and memsets: calls, bytes, time, GB/s"},
+    {"ranges",      tl_view_ranges,      0,               1,    1,      25,  "user-defined ranges by name: calls, total, self, avg/max/min"},
+    {"memory",      tl_view_memory,      TL_NEEDS_MEMORY, 1,    1,      135, "per device: peak, timeline, what the peak holds, per operator, leaks"},
+    {"ops",         tl_view_ops,         0,               1,    0,      137, "PyTorch's key_averages().table(): self/total CPU and CUDA time"},
+    {"gaps",        tl_view_gaps,        TL_NEEDS_DEVICE, 1,    0,      86,  "GPU idle time, its causes, kernel launches"},
+    {"findings",    tl_view_findings,    0,               0,    1,      259, "ranked findings with their evidence (printed last)"},
 };
 /* clang-format on */
 const int tl_nview_defs = (int)(sizeof tl_view_defs / sizeof tl_view_defs[0]);
@@ -400,12 +400,15 @@ static tl_view_opts view_opts(const tl_view_def *d, const tl_report_opts *o)
 }
 
 /* The views of a report (idx: their tl_view_defs indices, in order), computed by up to 64
- * threads at most `threads` views ahead of the one the writer takes, so that a trace with a row
- * per distinct name holds that many such tables, not all of them. */
+ * threads, the costliest first (order: views by tl_view_def.cost, so that the longest view does
+ * not start last and bound the report), and written in order. For a trace of very many distinct
+ * names they are computed in order, at most `lead` views ahead of the one the writer takes, so
+ * that it holds that many tables of a row per name, not all of them. */
 typedef struct ahead {
     const tl_trace *t;
     const tl_report_opts *o;
     int idx[64], n;
+    int order[64]; /* which view the next thread takes: order[next] */
     tl_table *res[64];
     tl_error err[64];
     unsigned char done[64];
@@ -435,7 +438,7 @@ static void *ahead_main(void *arg)
             pthread_cond_wait(&a->cv, &a->mu);
         if (a->stop || a->next >= a->n)
             break;
-        int k = a->next++;
+        int k = a->order[a->next++];
         pthread_mutex_unlock(&a->mu);
         tl_error e = {{0}};
         tl_table *res = ahead_compute(a, k, &e);
@@ -461,12 +464,20 @@ static void ahead_start(ahead *a, const tl_trace *t, const tl_report_opts *o, in
     memset(a->res, 0, sizeof a->res);
     /* By default, not for a trace of very many distinct names: its big views (a row per name)
      * would be held at once (1 M names: peak 252 -> 395 MB with 2 threads, for 4 % less time) */
-    int threads = o->threads > 0                                ? o->threads
-                  : t->strings.count > MANY_NAMES_ONE_AT_A_TIME ? 1
-                                                                : tl_default_threads();
+    int many = t->strings.count > MANY_NAMES_ONE_AT_A_TIME;
+    int threads = o->threads > 0 ? o->threads : many ? 1 : tl_default_threads();
     if (threads > n)
         threads = n;
-    a->lead = threads;
+    a->lead = many ? threads : n;
+    for (int k = 0; k < n; k++) { /* by cost, stable; in order for many names */
+        int j = k;
+        while (!many && j > 0 &&
+               tl_view_defs[a->idx[a->order[j - 1]]].cost < tl_view_defs[a->idx[k]].cost) {
+            a->order[j] = a->order[j - 1];
+            j--;
+        }
+        a->order[j] = k;
+    }
     pthread_mutex_init(&a->mu, NULL);
     pthread_cond_init(&a->cv, NULL);
     for (int i = 0; threads > 1 && i < threads; i++)

@@ -17,6 +17,8 @@ typedef struct tl_view_def {
     int needs;        /* TL_NEEDS_*: "all" skips it on a trace without these events */
     int sortable;     /* takes --sort/--top (the view sorts its rows by a column) */
     int in_summary;   /* part of the short summary printed after a run */
+    int cost;         /* its compute time on the 1 GB trace of bench_json, ms (one thread): the
+                         report's threads start the costliest views first */
     const char *help; /* one line for --help */
 } tl_view_def;
 
