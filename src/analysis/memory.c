@@ -703,6 +703,27 @@ fail:
     return -1;
 }
 
+static void *mem_make(const tl_trace *t)
+{
+    tl_mem *m = malloc(sizeof *m);
+    if (m && tl_mem_compute(t, m) != 0) {
+        free(m);
+        m = NULL;
+    }
+    return m;
+}
+
+static void mem_drop(void *p)
+{
+    tl_mem_free(p);
+    free(p);
+}
+
+const tl_mem *tl_mem_of(const tl_trace *t)
+{
+    return tl_trace_memo(t, TL_MEMO_MEMORY, mem_make, mem_drop);
+}
+
 /* The owner's name id and, for an aten::empty* owner, its calling operator's. */
 static void owner_ids(const tl_trace *t, const tl_mem_block *b, uint32_t *owner, uint32_t *caller)
 {

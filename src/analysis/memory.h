@@ -161,6 +161,9 @@ size_t tl_mem_tree_path(const tl_mem_tree *tree, size_t k, char *path, size_t pl
  * ends higher than it began. */
 int tl_mem_compute(const tl_trace *t, tl_mem *m);
 void tl_mem_free(tl_mem *m);
+/* tl_mem_compute of t, made once and shared by all who ask (the memory view and findings, from
+ * the report's threads) until t changes or is freed (tl_trace_memo). NULL when out of memory. */
+const tl_mem *tl_mem_of(const tl_trace *t);
 
 /* The device entry for id, or NULL. */
 const tl_mem_device *tl_mem_device_of(const tl_mem *m, int32_t device);

@@ -51,7 +51,7 @@ typedef struct ctx {
     int64_t short_ns; /* short-kernel threshold */
     finding *f;
     int nf, cap;
-    tl_mem mem; /* the memory replay (empty without memory events) */
+    const tl_mem *mem; /* the memory replay (tl_mem_of; NULL without memory events) */
 } ctx;
 
 /* Times in findings are read, not compared: three significant digits ("6.97 us", "12 ms"). */
@@ -618,7 +618,7 @@ static void check_mem_peak(ctx *c)
         [TL_MEM_GRADIENT] = "Gradients",     [TL_MEM_OPTIMIZER_STATE] = "Optimizer state",
         [TL_MEM_ACTIVATION] = "Activations", [TL_MEM_INPUT] = "Inputs",
         [TL_MEM_TEMPORARY] = "Temporaries"};
-    const tl_mem_device *d = tl_mem_main_device(&c->mem);
+    const tl_mem_device *d = tl_mem_main_device(c->mem);
     if (!d)
         return;
     int cat = TL_MEM_OTHER; /* the kind with the most bytes, "other" when no kind is known */
@@ -628,7 +628,7 @@ static void check_mem_peak(ctx *c)
     peak_arg pa = {d, cat};
     tl_mem_group *g;
     size_t n;
-    if (tl_mem_group_blocks(c->t, &c->mem, d->device, alive_at_peak_of, &pa, &g, &n) != 0)
+    if (tl_mem_group_blocks(c->t, c->mem, d->device, alive_at_peak_of, &pa, &g, &n) != 0)
         return;
     int64_t kind = d->at_peak[cat], top = n ? g[0].bytes : 0;
     /* the whole kind, unless one owner's part of it is itself large (or the kind is unknown) */
@@ -652,7 +652,7 @@ static void check_mem_peak(ctx *c)
         tm(at, sizeof at, d->peak_ts - t0);
         if (d->peak_step >= 0)
             snprintf(step, sizeof step, " (step %lld)",
-                     (long long)c->mem.steps[d->peak_step].number);
+                     (long long)c->mem->steps[d->peak_step].number);
         double p = pct(stake, d->peak);
         if (cat == TL_MEM_OTHER)
             snprintf(f->what, sizeof f->what, "Memory allocated by %s is %.0f%% of the %s peak",
@@ -676,8 +676,8 @@ static void check_mem_peak(ctx *c)
 /* Reserved but not allocated when allocated memory peaked: the caching allocator's free blocks. */
 static void check_mem_fragmentation(ctx *c)
 {
-    for (size_t i = 0; i < c->mem.ndev; i++) {
-        const tl_mem_device *d = &c->mem.dev[i];
+    for (size_t i = 0; i < c->mem->ndev; i++) {
+        const tl_mem_device *d = &c->mem->dev[i];
         if (!d->timeline || d->peak <= 0 || d->res_at_peak <= d->peak)
             continue;
         int64_t slack = d->res_at_peak - d->peak;
@@ -706,8 +706,8 @@ static void check_mem_fragmentation(ctx *c)
 /* Memory allocated step after step and never freed. */
 static void check_mem_leak(ctx *c)
 {
-    for (size_t i = 0; i < c->mem.ndev; i++) {
-        const tl_mem_device *d = &c->mem.dev[i];
+    for (size_t i = 0; i < c->mem->ndev; i++) {
+        const tl_mem_device *d = &c->mem->dev[i];
         if (!d->leak)
             continue;
         int steps = d->leak_last - d->leak_first + 1;
@@ -720,7 +720,7 @@ static void check_mem_leak(ctx *c)
         tl_fmt_bytes(per, sizeof per, d->leak_per_step);
         tl_mem_group *g;
         size_t n;
-        if (tl_mem_group_blocks(c->t, &c->mem, d->device, tl_mem_kept, d, &g, &n) == 0) {
+        if (tl_mem_group_blocks(c->t, c->mem, d->device, tl_mem_kept, d, &g, &n) == 0) {
             if (n)
                 tl_mem_group_name(c->t, &g[0], owner, sizeof owner);
             free(g);
@@ -728,8 +728,8 @@ static void check_mem_leak(ctx *c)
         snprintf(f->what, sizeof f->what, "%s keeps %s per step it never frees", dev, per);
         snprintf(f->evidence, sizeof f->evidence,
                  "steps %lld..%lld each kept memory%s%s while allocated memory grew",
-                 (long long)c->mem.steps[d->leak_first].number,
-                 (long long)c->mem.steps[d->leak_last].number, owner[0] ? " allocated by " : "",
+                 (long long)c->mem->steps[d->leak_first].number,
+                 (long long)c->mem->steps[d->leak_last].number, owner[0] ? " allocated by " : "",
                  owner);
         snprintf(f->hint, sizeof f->hint,
                  "a tensor kept across steps: a loss summed without .item(), outputs appended to "
@@ -768,6 +768,8 @@ tl_table *tl_view_findings(const tl_trace *t, const tl_view_opts *o, tl_error *e
         c.has_device = is_device_op(&t->ev[i]);
     tl_profiled_window_set(t, &c.window);
     c.short_ns = o && o->threshold_ns > 0 ? o->threshold_ns : TL_SHORT_KERNEL_NS_DEFAULT;
+    /* first: the memory view, in another thread, waits for this replay it shares */
+    c.mem = t->nmem ? tl_mem_of(t) : NULL;
     tl_table *tab = tl_table_new("Findings", "findings", find_cols, F_NCOLS);
     int scope_ok = tl_gpu_scope_init(t, o, &c.sc) == 0;
     if (!tab || !scope_ok || tl_idle_compute_ex(t, &c.sc, c.short_ns, 0, &c.idle) != 0) {
@@ -785,7 +787,7 @@ tl_table *tl_view_findings(const tl_trace *t, const tl_view_opts *o, tl_error *e
     check_long_gaps(&c);
     check_dominant(&c);
     check_exposed_comm(&c);
-    if (t->nmem && tl_mem_compute(t, &c.mem) == 0) {
+    if (c.mem) {
         check_mem_peak(&c);
         check_mem_fragmentation(&c);
         check_mem_leak(&c);
@@ -829,7 +831,6 @@ tl_table *tl_view_findings(const tl_trace *t, const tl_view_opts *o, tl_error *e
                       any_mem ? " Memory at stake: bytes at the peak (or kept) that fixing it "
                                 "could free."
                               : "");
-    tl_mem_free(&c.mem);
     free(c.f);
     tl_idle_free(&c.idle);
     tl_gpu_scope_free(&c.sc);

@@ -556,55 +556,50 @@ static int link(tl_table **tail, tl_table *t)
 
 tl_table *tl_view_memory(const tl_trace *t, const tl_view_opts *o, tl_error *err)
 {
-    tl_mem m;
-    if (tl_mem_compute(t, &m) != 0) {
+    const tl_mem *m = tl_mem_of(t); /* shared with findings */
+    if (!m) {
         tl_error_setc(err, TL_ERR_NOMEM, "memory: out of memory");
         return NULL;
     }
-    tl_table *head = device_table(t, &m, o), *tail = head;
+    tl_table *head = device_table(t, m, o), *tail = head;
     if (!head)
         goto oom;
     if (!t->nmem) {
         tl_table_note(head, "No memory events in this trace: record them with "
                             "tally.profile(profile_memory=True), torch.profiler's "
                             "profile_memory=True, or tally_alloc/tally_free.");
-        tl_mem_free(&m);
         return head;
     }
     int any_timeline = 0, any_leak = 0;
-    for (size_t i = 0; i < m.ndev; i++) {
-        any_timeline |= m.dev[i].timeline && shown(o, m.dev[i].device);
-        any_leak |= m.dev[i].leak && shown(o, m.dev[i].device);
+    for (size_t i = 0; i < m->ndev; i++) {
+        any_timeline |= m->dev[i].timeline && shown(o, m->dev[i].device);
+        any_leak |= m->dev[i].leak && shown(o, m->dev[i].device);
     }
     if (o && o->brief) { /* the short form: the devices, the peak by category, any leak */
-        if ((any_timeline && link(&tail, peak_table(&m, o)) != 0) ||
-            (any_leak && link(&tail, leak_table(t, &m, o)) != 0))
+        if ((any_timeline && link(&tail, peak_table(m, o)) != 0) ||
+            (any_leak && link(&tail, leak_table(t, m, o)) != 0))
             goto oom;
-        tl_mem_free(&m);
         return head;
     }
     if (any_timeline) {
-        if (link(&tail, timeline_table(t, &m, o)) != 0 || link(&tail, peak_table(&m, o)) != 0)
+        if (link(&tail, timeline_table(t, m, o)) != 0 || link(&tail, peak_table(m, o)) != 0)
             goto oom;
-        if (m.any_names && link(&tail, layout_table(t, &m, o)) != 0)
+        if (m->any_names && link(&tail, layout_table(t, m, o)) != 0)
             goto oom;
-        if (link(&tail, owners_table(t, &m, o)) != 0)
+        if (link(&tail, owners_table(t, m, o)) != 0)
             goto oom;
     }
-    tl_table *ops = ops_table(t, &m, o, err);
+    tl_table *ops = ops_table(t, m, o, err);
     if (!ops) {
         tl_table_free(head);
-        tl_mem_free(&m);
         return NULL;
     }
     link(&tail, ops);
-    if (any_timeline && link(&tail, leak_table(t, &m, o)) != 0)
+    if (any_timeline && link(&tail, leak_table(t, m, o)) != 0)
         goto oom;
-    tl_mem_free(&m);
     return head;
 oom:
     tl_table_free(head);
-    tl_mem_free(&m);
     tl_error_setc(err, TL_ERR_NOMEM, "memory: out of memory");
     return NULL;
 }

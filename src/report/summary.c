@@ -23,22 +23,22 @@
 
 /* clang-format off */
 const tl_view_def tl_view_defs[] = {
-    /* name         function             needs            sort  summary cost help */
-    {"device",      tl_view_device,      TL_NEEDS_DEVICE, 0,    1,      31,  "per device and stream: busy time (kernels, copies), utilization"},
-    {"overview",    tl_view_overview,    0,               0,    1,      58,  "time per event type (interval union), ratio to the step time"},
-    {"model",       tl_view_model,       0,               0,    1,      41,  "per step: Dataloader, Forward, Backward, Optimization, Other"},
-    {"perf",        tl_view_perf,        0,               0,    1,      9,   "step time, reader cost, throughput: avg/max/min"},
-    {"breakdown",   tl_view_breakdown,   0,               0,    0,      93,  "per step: Kernel, Memcpy, Memset, Runtime, DataLoader, CPU Exec, Other (TensorBoard)"},
-    {"gpu",         tl_view_gpu,         TL_NEEDS_DEVICE, 0,    0,      28,  "per device over all streams: computation, communication, memcpy, exposed, idle"},
-    {"distributed", tl_view_distributed, TL_NEEDS_DEVICE, 0,    0,      31,  "communication vs computation and their overlap"},
-    {"operator",    tl_view_operator,    0,               1,    0,      62,  "host operators: calls, CPU total/self, GPU time of their kernels"},
-    {"kernel",      tl_view_kernel,      TL_NEEDS_DEVICE, 1,    1,      32,  "kernels by name: calls, total/avg/max/min, share of GPU time"},
-    {"memcpy",      tl_view_memcpy,      TL_NEEDS_DEVICE, 1,    0,      20,  "copies by kind and memsets: calls, bytes, time, GB/s"},
-    {"ranges",      tl_view_ranges,      0,               1,    1,      25,  "user-defined ranges by name: calls, total, self, avg/max/min"},
-    {"memory",      tl_view_memory,      TL_NEEDS_MEMORY, 1,    1,      135, "per device: peak, timeline, what the peak holds, per operator, leaks"},
-    {"ops",         tl_view_ops,         0,               1,    0,      137, "PyTorch's key_averages().table(): self/total CPU and CUDA time"},
-    {"gaps",        tl_view_gaps,        TL_NEEDS_DEVICE, 1,    0,      86,  "GPU idle time, its causes, kernel launches"},
-    {"findings",    tl_view_findings,    0,               0,    1,      259, "ranked findings with their evidence (printed last)"},
+    /* name         function             needs            sort  summary cost memos                 help */
+    {"device",      tl_view_device,      TL_NEEDS_DEVICE, 0,    1,      31,  0,                    "per device and stream: busy time (kernels, copies), utilization"},
+    {"overview",    tl_view_overview,    0,               0,    1,      58,  0,                    "time per event type (interval union), ratio to the step time"},
+    {"model",       tl_view_model,       0,               0,    1,      41,  0,                    "per step: Dataloader, Forward, Backward, Optimization, Other"},
+    {"perf",        tl_view_perf,        0,               0,    1,      9,   0,                    "step time, reader cost, throughput: avg/max/min"},
+    {"breakdown",   tl_view_breakdown,   0,               0,    0,      93,  0,                    "per step: Kernel, Memcpy, Memset, Runtime, DataLoader, CPU Exec, Other (TensorBoard)"},
+    {"gpu",         tl_view_gpu,         TL_NEEDS_DEVICE, 0,    0,      28,  0,                    "per device over all streams: computation, communication, memcpy, exposed, idle"},
+    {"distributed", tl_view_distributed, TL_NEEDS_DEVICE, 0,    0,      31,  0,                    "communication vs computation and their overlap"},
+    {"operator",    tl_view_operator,    0,               1,    0,      62,  0,                    "host operators: calls, CPU total/self, GPU time of their kernels"},
+    {"kernel",      tl_view_kernel,      TL_NEEDS_DEVICE, 1,    1,      32,  0,                    "kernels by name: calls, total/avg/max/min, share of GPU time"},
+    {"memcpy",      tl_view_memcpy,      TL_NEEDS_DEVICE, 1,    0,      20,  0,                    "copies by kind and memsets: calls, bytes, time, GB/s"},
+    {"ranges",      tl_view_ranges,      0,               1,    1,      25,  0,                    "user-defined ranges by name: calls, total, self, avg/max/min"},
+    {"memory",      tl_view_memory,      TL_NEEDS_MEMORY, 1,    1,      135, 1 << TL_MEMO_MEMORY,  "per device: peak, timeline, what the peak holds, per operator, leaks"},
+    {"ops",         tl_view_ops,         0,               1,    0,      137, 0,                    "PyTorch's key_averages().table(): self/total CPU and CUDA time"},
+    {"gaps",        tl_view_gaps,        TL_NEEDS_DEVICE, 1,    0,      86,  0,                    "GPU idle time, its causes, kernel launches"},
+    {"findings",    tl_view_findings,    0,               0,    1,      259, 1 << TL_MEMO_MEMORY,  "ranked findings with their evidence (printed last)"},
 };
 /* clang-format on */
 const int tl_nview_defs = (int)(sizeof tl_view_defs / sizeof tl_view_defs[0]);
@@ -408,7 +408,8 @@ typedef struct ahead {
     const tl_trace *t;
     const tl_report_opts *o;
     int idx[64], n;
-    int order[64]; /* which view the next thread takes: order[next] */
+    int order[64];              /* which view the next thread takes: order[next] */
+    int readers[TL_MEMO_COUNT]; /* views not yet computed that read each shared result */
     tl_table *res[64];
     tl_error err[64];
     unsigned char done[64];
@@ -429,6 +430,17 @@ static tl_table *ahead_compute(const ahead *a, int k, tl_error *err)
     return d->fn(a->t, &vo, err);
 }
 
+/* View k is computed (under a->mu where threads compute): the shared results no view left to
+ * compute reads are released (the memory replay, 30 MB for the 1 GB trace, is not held while
+ * the views after its last reader run). */
+static void ahead_computed(ahead *a, int k)
+{
+    int memos = tl_view_defs[a->idx[k]].memos;
+    for (int key = 0; key < TL_MEMO_COUNT; key++)
+        if ((memos >> key & 1) && --a->readers[key] == 0)
+            tl_trace_memo_release(a->t, key);
+}
+
 static void *ahead_main(void *arg)
 {
     ahead *a = arg;
@@ -446,6 +458,7 @@ static void *ahead_main(void *arg)
         a->res[k] = res;
         a->err[k] = e;
         a->done[k] = 1;
+        ahead_computed(a, k);
         pthread_cond_broadcast(&a->cv);
     }
     pthread_mutex_unlock(&a->mu);
@@ -462,6 +475,10 @@ static void ahead_start(ahead *a, const tl_trace *t, const tl_report_opts *o, in
     a->next = a->taken = a->stop = a->nth = 0;
     memset(a->done, 0, sizeof a->done);
     memset(a->res, 0, sizeof a->res);
+    memset(a->readers, 0, sizeof a->readers);
+    for (int k = 0; k < n; k++)
+        for (int key = 0; key < TL_MEMO_COUNT; key++)
+            a->readers[key] += tl_view_defs[a->idx[k]].memos >> key & 1;
     /* By default, not for a trace of very many distinct names: its big views (a row per name)
      * would be held at once (1 M names: peak 252 -> 395 MB with 2 threads, for 4 % less time) */
     int many = t->strings.count > MANY_NAMES_ONE_AT_A_TIME;
@@ -490,7 +507,9 @@ static tl_table *ahead_take(ahead *a, int k, tl_error *err)
 {
     if (!a->nth) { /* no threads: computed here, in turn */
         a->next = a->taken = k + 1;
-        return ahead_compute(a, k, err);
+        tl_table *res = ahead_compute(a, k, err);
+        ahead_computed(a, k);
+        return res;
     }
     pthread_mutex_lock(&a->mu);
     while (!a->done[k])

@@ -19,6 +19,8 @@ typedef struct tl_view_def {
     int in_summary;   /* part of the short summary printed after a run */
     int cost;         /* its compute time on the 1 GB trace of bench_json, ms (one thread): the
                          report's threads start the costliest views first */
+    int memos;        /* bits 1 << TL_MEMO_*: the shared results it reads (tl_trace_memo); a
+                         report releases each once the last view reading it is computed */
     const char *help; /* one line for --help */
 } tl_view_def;
 

@@ -13,6 +13,7 @@
 #include "trace/natsort.h"
 #include "trace/u64map.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -297,8 +298,66 @@ void tl_trace_init(tl_trace *t)
     t->rank = -1;
 }
 
+/* One lock for every trace's memos, held only to look and to publish, never while making:
+ * traces read in threads (a folder of ranks) make theirs at once. */
+static pthread_mutex_t memo_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t memo_cv = PTHREAD_COND_INITIALIZER;
+
+void *tl_trace_memo(const tl_trace *ct, int key, void *(*make)(const tl_trace *t),
+                    void (*drop)(void *p))
+{
+    /* the memo is the trace's cache, not its content: callers hold the trace const */
+    tl_trace *t = (tl_trace *)ct;
+    if (key < 0 || key >= TL_MEMO_COUNT)
+        return NULL;
+    pthread_mutex_lock(&memo_mu);
+    while (t->memo_[key].state == 1)
+        pthread_cond_wait(&memo_cv, &memo_mu);
+    if (t->memo_[key].state == 2) {
+        void *p = t->memo_[key].p;
+        pthread_mutex_unlock(&memo_mu);
+        return p;
+    }
+    t->memo_[key].state = 1;
+    pthread_mutex_unlock(&memo_mu);
+    void *p = make(ct);
+    pthread_mutex_lock(&memo_mu);
+    t->memo_[key].p = p;
+    t->memo_[key].drop = drop;
+    t->memo_[key].state = p ? 2 : 0;
+    pthread_cond_broadcast(&memo_cv);
+    pthread_mutex_unlock(&memo_mu);
+    return p;
+}
+
+void tl_trace_memo_release(const tl_trace *ct, int key)
+{
+    tl_trace *t = (tl_trace *)ct;
+    if (key < 0 || key >= TL_MEMO_COUNT)
+        return;
+    pthread_mutex_lock(&memo_mu);
+    if (t->memo_[key].state == 2) {
+        if (t->memo_[key].drop)
+            t->memo_[key].drop(t->memo_[key].p);
+        t->memo_[key].p = NULL;
+        t->memo_[key].state = 0;
+    }
+    pthread_mutex_unlock(&memo_mu);
+}
+
+void tl_trace_memo_drop(tl_trace *t)
+{
+    for (int k = 0; k < TL_MEMO_COUNT; k++) {
+        if (t->memo_[k].state == 2 && t->memo_[k].drop)
+            t->memo_[k].drop(t->memo_[k].p);
+        t->memo_[k].p = NULL;
+        t->memo_[k].state = 0;
+    }
+}
+
 void tl_trace_clear(tl_trace *t)
 {
+    tl_trace_memo_drop(t);
     tl_strtab_free(&t->strings);
     tl_strtab_init(&t->strings);
     t->nev = t->nmem = 0;
@@ -317,6 +376,7 @@ const char *tl_accel_name(const tl_trace *t)
 
 void tl_trace_free(tl_trace *t)
 {
+    tl_trace_memo_drop(t);
     tl_strtab_free(&t->strings);
     free(t->ev);
     free(t->tracks);
@@ -575,6 +635,7 @@ uint32_t tl_trace_track(tl_trace *t, tl_track_kind kind, int64_t pid, int64_t ti
 
 int tl_trace_keep_tracks(tl_trace *t, const uint8_t *keep, uint32_t n)
 {
+    tl_trace_memo_drop(t);
     uint32_t kept = 0;
     for (uint32_t k = 0; k < t->ntracks; k++)
         kept += k < n && keep[k];
@@ -630,6 +691,7 @@ static int i64_cmp(const void *a, const void *b)
 
 int tl_trace_step_samples(tl_trace *t, int64_t (*samples)[2], size_t n)
 {
+    tl_trace_memo_drop(t);
     size_t nsteps = 0;
     for (size_t i = 0; i < t->nev; i++)
         nsteps += t->ev[i].cat == TL_CAT_STEP;
@@ -1004,6 +1066,7 @@ static int compute_links(tl_trace *t)
 
 int tl_trace_finish(tl_trace *t)
 {
+    tl_trace_memo_drop(t);
     if (t->finished)
         return 0;
     if (t->nev > (size_t)INT32_MAX)
@@ -1027,6 +1090,7 @@ int tl_trace_finish(tl_trace *t)
 
 int tl_trace_relink(tl_trace *t)
 {
+    tl_trace_memo_drop(t);
     for (size_t i = 0; i < t->nev; i++)
         t->ev[i].link = TL_NONE;
     return compute_links(t);

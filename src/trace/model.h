@@ -119,6 +119,9 @@ enum {
 
 #define TL_NONE (-1) /* "no event" in index fields */
 
+/* What tl_trace_memo keeps per trace. */
+enum { TL_MEMO_MEMORY, TL_MEMO_COUNT };
+
 typedef struct tl_event {
     int64_t ts;     /* start, ns */
     int64_t dur;    /* duration, ns (0 for instants) */
@@ -340,6 +343,12 @@ typedef struct tl_trace {
     /* private: track lookup hash (index + 1, 0 = empty) */
     uint32_t *track_slots_;
     uint32_t ntrack_slots_;
+    /* private: results shared by the views (tl_trace_memo) */
+    struct {
+        void *p;
+        void (*drop)(void *);
+        int state; /* 0 none, 1 being made, 2 made */
+    } memo_[TL_MEMO_COUNT];
 } tl_trace;
 
 /* ---- large arrays ---------------------------------------------------------------------------
@@ -417,6 +426,19 @@ static inline int tl_sorts_before(uint32_t ta, int64_t tsa, int64_t da, int oa, 
 
 /* Sort events and compute parent/depth/link. Call once after the last tl_trace_add. */
 int tl_trace_finish(tl_trace *t);
+/* A result computed from the finished trace t that several readers share (the memory replay,
+ * which the memory view and findings both need): made by make(t) once, by the first caller
+ * while any others calling for it wait, kept until the trace changes (tl_trace_finish,
+ * tl_trace_keep_tracks, tl_trace_relink, tl_trace_clear) or is freed, then released with drop.
+ * Safe from threads that only read t. NULL when make failed (the next call tries again). */
+void *tl_trace_memo(const tl_trace *t, int key, void *(*make)(const tl_trace *t),
+                    void (*drop)(void *p));
+/* Release what tl_trace_memo kept: the trace is about to change. */
+void tl_trace_memo_drop(tl_trace *t);
+/* Release the result kept for key now that no reader needs it (made again if asked for). Not
+ * while anyone may still read it. */
+void tl_trace_memo_release(const tl_trace *t, int key);
+
 /* Recompute runtime<->device links after correlation ids changed (finished traces only). */
 int tl_trace_relink(tl_trace *t);
 

@@ -1,0 +1,211 @@
+/*
+ * test_memo.c — results shared by the views (tl_trace_memo): made once however many threads ask
+ * at once, released when asked and made again after, dropped when the trace changes; and the
+ * report's use of it: the memory replay that the memory view and findings share is released
+ * once both are computed, and the report is the same for any number of threads. Run under TSan
+ * in CI.
+ */
+#include "analysis/memory.h"
+#include "report/summary.h"
+#include "testlib.h"
+#include "trace/model.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static atomic_int made, dropped;
+
+static void *make_slow(const tl_trace *t)
+{
+    (void)t;
+    atomic_fetch_add(&made, 1);
+    struct timespec ts = {0, 20 * 1000 * 1000}; /* long enough for every asker to arrive */
+    nanosleep(&ts, NULL);
+    int *p = malloc(sizeof *p);
+    if (p)
+        *p = 42;
+    return p;
+}
+
+static void *make_fail(const tl_trace *t)
+{
+    (void)t;
+    atomic_fetch_add(&made, 1);
+    return NULL;
+}
+
+static void drop_int(void *p)
+{
+    atomic_fetch_add(&dropped, 1);
+    free(p);
+}
+
+typedef struct asker {
+    const tl_trace *t;
+    void *got;
+} asker;
+
+static void *ask(void *arg)
+{
+    asker *a = arg;
+    a->got = tl_trace_memo(a->t, TL_MEMO_MEMORY, make_slow, drop_int);
+    return NULL;
+}
+
+TEST(made_once_for_threads_asking_at_once)
+{
+    tl_trace t;
+    tl_trace_init(&t);
+    atomic_store(&made, 0);
+    atomic_store(&dropped, 0);
+    enum { N = 8 };
+    pthread_t th[N];
+    asker a[N];
+    for (int i = 0; i < N; i++) {
+        a[i] = (asker){&t, NULL};
+        CHECK_EQ_INT(pthread_create(&th[i], NULL, ask, &a[i]), 0);
+    }
+    for (int i = 0; i < N; i++)
+        pthread_join(th[i], NULL);
+    CHECK_EQ_INT(atomic_load(&made), 1);
+    for (int i = 0; i < N; i++) {
+        CHECK(a[i].got != NULL && a[i].got == a[0].got);
+        CHECK(a[i].got && *(int *)a[i].got == 42);
+    }
+    /* asked again: the same result, not made again */
+    CHECK(tl_trace_memo(&t, TL_MEMO_MEMORY, make_slow, drop_int) == a[0].got);
+    CHECK_EQ_INT(atomic_load(&made), 1);
+    /* released: dropped, and made again when asked */
+    tl_trace_memo_release(&t, TL_MEMO_MEMORY);
+    CHECK_EQ_INT(atomic_load(&dropped), 1);
+    CHECK(tl_trace_memo(&t, TL_MEMO_MEMORY, make_slow, drop_int) != NULL);
+    CHECK_EQ_INT(atomic_load(&made), 2);
+    /* the trace changes: dropped */
+    uint8_t keep = 1;
+    tl_trace_track(&t, TL_TRACK_THREAD, 1, 1, -1);
+    tl_trace_track(&t, TL_TRACK_THREAD, 1, 2, -1);
+    CHECK_EQ_INT(tl_trace_keep_tracks(&t, &keep, 1), 0);
+    CHECK_EQ_INT(atomic_load(&dropped), 2);
+    CHECK(tl_trace_memo(&t, TL_MEMO_MEMORY, make_slow, drop_int) != NULL);
+    CHECK_EQ_INT(tl_trace_finish(&t), 0);
+    CHECK_EQ_INT(atomic_load(&dropped), 3);
+    CHECK(tl_trace_memo(&t, TL_MEMO_MEMORY, make_slow, drop_int) != NULL);
+    tl_trace_free(&t); /* freed: dropped */
+    CHECK_EQ_INT(atomic_load(&dropped), 4);
+    CHECK_EQ_INT(atomic_load(&made), 4);
+    /* a key out of range is nothing */
+    CHECK(tl_trace_memo(&t, TL_MEMO_COUNT, make_slow, drop_int) == NULL);
+    CHECK(tl_trace_memo(&t, -1, make_slow, drop_int) == NULL);
+    CHECK_EQ_INT(atomic_load(&made), 4);
+}
+
+TEST(a_failed_make_is_tried_again)
+{
+    tl_trace t;
+    tl_trace_init(&t);
+    atomic_store(&made, 0);
+    atomic_store(&dropped, 0);
+    CHECK(tl_trace_memo(&t, TL_MEMO_MEMORY, make_fail, drop_int) == NULL);
+    CHECK(tl_trace_memo(&t, TL_MEMO_MEMORY, make_fail, drop_int) == NULL);
+    CHECK_EQ_INT(atomic_load(&made), 2);
+    CHECK(tl_trace_memo(&t, TL_MEMO_MEMORY, make_slow, drop_int) != NULL);
+    tl_trace_free(&t);
+    CHECK_EQ_INT(atomic_load(&dropped), 1); /* the failures left nothing to drop */
+}
+
+/* A PyTorch-like trace with memory events: two steps, an operator allocating in each, one block
+ * kept (a leak candidate) and one freed. */
+static const char *mem_trace =
+    "{\"traceEvents\":["
+    "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#1\","
+    "\"pid\":1,\"tid\":1,\"ts\":0,\"dur\":100},"
+    "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::empty\",\"pid\":1,"
+    "\"tid\":1,\"ts\":10,\"dur\":10},"
+    "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"cpu_instant_event\",\"name\":\"[memory]\","
+    "\"pid\":1,\"tid\":1,\"ts\":15,\"args\":{\"Device Type\":1,\"Device Id\":0,"
+    "\"Addr\":4096,\"Bytes\":1048576,\"Total Allocated\":1048576,"
+    "\"Total Reserved\":2097152}},"
+    "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#2\","
+    "\"pid\":1,\"tid\":1,\"ts\":100,\"dur\":100},"
+    "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::empty\",\"pid\":1,"
+    "\"tid\":1,\"ts\":110,\"dur\":10},"
+    "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"cpu_instant_event\",\"name\":\"[memory]\","
+    "\"pid\":1,\"tid\":1,\"ts\":115,\"args\":{\"Device Type\":1,\"Device Id\":0,"
+    "\"Addr\":8192,\"Bytes\":2097152,\"Total Allocated\":3145728,"
+    "\"Total Reserved\":4194304}},"
+    "{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"cpu_instant_event\",\"name\":\"[memory]\","
+    "\"pid\":1,\"tid\":1,\"ts\":150,\"args\":{\"Device Type\":1,\"Device Id\":0,"
+    "\"Addr\":8192,\"Bytes\":-2097152,\"Total Allocated\":1048576,"
+    "\"Total Reserved\":4194304}}"
+    "]}";
+
+static char *report(tl_trace *t, int threads, const char *views)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    tl_report_opts o;
+    memset(&o, 0, sizeof o);
+    o.threads = threads;
+    o.views = views;
+    tl_error e = {{0}};
+    CHECK_EQ_INT(tl_report_write(f, t, &o, &e), 0);
+    fclose(f);
+    return buf;
+}
+
+TEST(report_shares_the_memory_replay_and_releases_it)
+{
+    tl_trace t;
+    tl_trace_init(&t);
+    tl_error err = {{0}};
+    CHECK_EQ_INT(tl_read_json_mem(&t, mem_trace, strlen(mem_trace), "m.json", &err), 0);
+    CHECK_EQ_INT(t.nmem, 3);
+    /* the replay the views share is the one tl_mem_compute gives */
+    tl_mem own;
+    CHECK_EQ_INT(tl_mem_compute(&t, &own), 0);
+    const tl_mem *shared = tl_mem_of(&t);
+    CHECK(shared != NULL);
+    if (shared) {
+        CHECK_EQ_INT(shared->ndev, own.ndev);
+        CHECK_EQ_INT(shared->nblocks, own.nblocks);
+        CHECK(shared->ndev && shared->dev[0].peak == own.dev[0].peak);
+        CHECK_EQ_INT(shared->dev[0].peak, 3145728);
+    }
+    CHECK(tl_mem_of(&t) == shared); /* kept */
+    tl_mem_free(&own);
+    tl_trace_memo_release(&t, TL_MEMO_MEMORY);
+
+    char *one = report(&t, 1, NULL);
+    CHECK_EQ_INT(t.memo_[TL_MEMO_MEMORY].state, 0); /* released after findings, its last reader */
+    CHECK(one && strstr(one, "Memory") != NULL);
+    for (int threads = 2; threads <= 7; threads += 5) {
+        char *many = report(&t, threads, NULL);
+        CHECK(one && many && strcmp(one, many) == 0);
+        CHECK_EQ_INT(t.memo_[TL_MEMO_MEMORY].state, 0);
+        free(many);
+    }
+    /* a report of views that do not read it makes none */
+    char *ops = report(&t, 2, "ops,overview");
+    CHECK_EQ_INT(t.memo_[TL_MEMO_MEMORY].state, 0);
+    free(ops);
+    /* one reader alone: released after it */
+    char *mem = report(&t, 2, "memory");
+    CHECK_EQ_INT(t.memo_[TL_MEMO_MEMORY].state, 0);
+    CHECK(mem && strstr(mem, "Memory") != NULL);
+    free(mem);
+    free(one);
+    tl_trace_free(&t);
+}
+
+int main(void)
+{
+    RUN(made_once_for_threads_asking_at_once);
+    RUN(a_failed_make_is_tried_again);
+    RUN(report_shares_the_memory_replay_and_releases_it);
+    return test_summary();
+}
