@@ -364,6 +364,12 @@ void *tl_big_realloc(void *p, size_t n);
  * available cores; at most 64. */
 int tl_default_threads(void);
 
+/* Permute ev[0, n) so that position i receives the event at index perm[i] (perm, a permutation
+ * of 0..n-1, is consumed), in place (tl_trace_finish orders the events with it; public for its
+ * tests). segments: 1 in segments walked in turn, whose cache misses overlap (for big arrays),
+ * 0 one cycle after another, -1 by n. 0; -1 if n is over INT32_MAX. */
+int tl_permute_events(tl_event *ev, uint32_t *perm, size_t n, int segments);
+
 void tl_trace_init(tl_trace *t);
 /* The string table's hash of len bytes at s (FNV-1a on 8-byte words, mixed), for other tables
  * keyed by names. */

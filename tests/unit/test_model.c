@@ -5,7 +5,9 @@
 #include "trace/model.h"
 #include "views_fixture.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static int find(const tl_trace *t, const char *name)
 {
@@ -266,6 +268,93 @@ static void check_order_against_reference(size_t n, unsigned seed)
     tl_trace_free(&t);
 }
 
+/* tl_permute_events in segments (the big arrays' way) and one cycle after another: position i
+ * receives the event that was at perm[i], whatever the cycles look like. */
+static void check_permutation(const uint32_t *perm, size_t n)
+{
+    tl_event *a = malloc((n ? n : 1) * sizeof *a), *b = malloc((n ? n : 1) * sizeof *b);
+    uint32_t *pa = malloc((n ? n : 1) * sizeof *pa), *pb = malloc((n ? n : 1) * sizeof *pb);
+    CHECK(a && b && pa && pb);
+    if (a && b && pa && pb) {
+        for (size_t i = 0; i < n; i++) {
+            memset(&a[i], 0, sizeof a[i]);
+            a[i].ts = (int64_t)i;
+            a[i].value = -(int64_t)i;
+            b[i] = a[i];
+        }
+        memcpy(pa, perm, n * sizeof *pa);
+        memcpy(pb, perm, n * sizeof *pb);
+        CHECK_EQ_INT(tl_permute_events(a, pa, n, 1), 0);
+        CHECK_EQ_INT(tl_permute_events(b, pb, n, 0), 0);
+        size_t bad = 0;
+        for (size_t i = 0; i < n; i++)
+            bad += a[i].ts != (int64_t)perm[i] || a[i].value != -(int64_t)perm[i] ||
+                   b[i].ts != (int64_t)perm[i] || pa[i] != i || pb[i] != i;
+        CHECK_EQ_INT(bad, 0);
+    }
+    free(a);
+    free(b);
+    free(pa);
+    free(pb);
+}
+
+TEST(permutations_of_every_shape)
+{
+    static const size_t sizes[] = {0, 1, 2, 3, 17, 1000, 70001, 300000};
+    for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
+        size_t n = sizes[si];
+        uint32_t *p = malloc((n ? n : 1) * sizeof *p);
+        CHECK(p != NULL);
+        if (!p)
+            return;
+        srand((unsigned)n + 1);
+        for (int shape = 0; shape < 6; shape++) {
+            for (size_t i = 0; i < n; i++)
+                p[i] = (uint32_t)i;
+            switch (shape) {
+            case 0: /* identity */
+                break;
+            case 1: /* uniform: a few long cycles */
+                for (size_t i = n; i > 1; i--) {
+                    size_t j = (size_t)rand() % i;
+                    uint32_t x = p[i - 1];
+                    p[i - 1] = p[j];
+                    p[j] = x;
+                }
+                break;
+            case 2: /* one cycle through everything */
+                for (size_t i = 0; i < n; i++)
+                    p[i] = (uint32_t)((i + 1) % n);
+                break;
+            case 3: /* reversed: 2-cycles */
+                for (size_t i = 0; i < n; i++)
+                    p[i] = (uint32_t)(n - 1 - i);
+                break;
+            case 4: /* mostly in place, a few swapped far apart */
+                for (size_t k = 0; k < n / 50 + 1 && n > 1; k++) {
+                    size_t i = (size_t)rand() % n, j = (size_t)rand() % n;
+                    uint32_t x = p[i];
+                    p[i] = p[j];
+                    p[j] = x;
+                }
+                break;
+            case 5: /* a stable bucket sort by 7 interleaved "tracks", as finish builds */
+                for (size_t i = 0, at = 0; i < 7; i++)
+                    for (size_t k = i; k < n; k += 7)
+                        p[at++] = (uint32_t)k;
+                break;
+            }
+            check_permutation(p, n);
+            if (test_failures) {
+                fprintf(stderr, "  n %zu, shape %d\n", n, shape);
+                free(p);
+                return;
+            }
+        }
+        free(p);
+    }
+}
+
 TEST(finish_order_is_the_reference_order)
 {
     /* 20 000 and 600 000 events (38 MB, more than the cache holds), permuted in place */
@@ -323,6 +412,7 @@ int main(void)
     RUN(intern_returns_same_id_for_same_string);
     RUN(tracks_are_found_again);
     RUN(finish_sorts_and_nests);
+    RUN(permutations_of_every_shape);
     RUN(finish_links_runtime_calls_to_device_work);
     RUN(a_step_is_the_outermost_of_equal_spans);
     RUN(a_shared_correlation_id_links_the_call_started_last);
