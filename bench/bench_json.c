@@ -2912,9 +2912,9 @@ static int cmd_scale(int argc, char **argv)
         "case, medians of %d\n",
         repeat);
     printf("threads: as requested (read_threads; 0 = all cores, %ld here)\n", ncpu);
-    printf("%10s %8s %9s %11s %9s %9s\n", "size MB", "threads", "MB/s", "CPU ms/MB", "vs first",
-           "RSS/file");
-    double first[SCALE_MAX] = {0};
+    printf("%10s %8s %9s %11s %9s %9s %9s\n", "size MB", "threads", "MB/s", "CPU ms/MB", "vs first",
+           "RSS/file", "speed-up");
+    double first[SCALE_MAX] = {0}, lo[SCALE_MAX], hi[SCALE_MAX];
     for (int s = 0; s < nsizes; s++)
         for (int k = 0; k < nthreads; k++) {
             double w = median(wall[s][k], repeat), c = median(cpu[s][k], repeat),
@@ -2926,10 +2926,22 @@ static int cmd_scale(int argc, char **argv)
                 snprintf(th, sizeof th, "all %ld", ncpu);
             double per = c * 1e3 / mb;
             if (s == 0)
-                first[k] = per;
-            printf("%10.1f %8s %9.0f %11.3f %8.1f%% %9.3f\n", mb, th, mb / w, per,
-                   100.0 * (per / first[k] - 1), m / bytes[s]);
+                first[k] = lo[k] = hi[k] = per;
+            lo[k] = per < lo[k] ? per : lo[k];
+            hi[k] = per > hi[k] ? per : hi[k];
+            /* wall time of the first thread count listed (1 when asked first) over this one's */
+            printf("%10.1f %8s %9.0f %11.3f %8.1f%% %9.3f %8.2fx\n", mb, th, mb / w, per,
+                   100.0 * (per / first[k] - 1), m / bytes[s], median(wall[s][0], repeat) / w);
         }
+    for (int k = 0; k < nthreads; k++) {
+        char th[32];
+        if (threads[k])
+            snprintf(th, sizeof th, "%d thread%s", threads[k], threads[k] == 1 ? "" : "s");
+        else
+            snprintf(th, sizeof th, "all %ld threads", ncpu);
+        printf("CPU ms/MB over the sizes, %s: min %.3f, max %.3f, max/min %.2f\n", th, lo[k], hi[k],
+               lo[k] > 0 ? hi[k] / lo[k] : 0.0);
+    }
     if (py) {
         printf("\nPython: %s -c 'import json,sys; json.load(open(sys.argv[1]))', medians of %d "
                "(its start, ~20 ms, included)\n",
