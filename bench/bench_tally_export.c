@@ -1,7 +1,10 @@
 /*
- * bench_tally_export.c — `tally export` of a .tally file two ways: through the trace model
- * (tl_read_tally + tl_write_chrome, what it did before) and streamed (tl_tally_export, what it
- * does now, and what a profiled program that asks for JSON gets): peak RSS and MB/s of each.
+ * bench_tally_export.c — reading a .tally file: the decoder alone (a sink that keeps nothing) and
+ * into the trace model (tl_read_tally, what `tally report FILE.tally` does before its views):
+ * records/s, user and system CPU (the kernel zeroing the model's fresh pages); and `tally export`
+ * of it two ways: through the trace model (tl_read_tally + tl_write_chrome, what it did before) and
+ * streamed (tl_tally_export, what it does now, and what a profiled program that asks for JSON
+ * gets): peak RSS and MB/s of each.
  *
  * The file is generated first, written chunk by chunk as the recorder writes it (1 MiB runs):
  * four threads doing nested ranges (an outer range holding 8 operator ranges, every 4th with a
@@ -11,16 +14,20 @@
  * from wait4; a child that exits at once gives the baseline. Times are wall time in the parent,
  * the median of the runs; MB/s is of the .tally read and of the uncompressed JSON written.
  *
- *   bench_tally_export [--ranges N] [--runs R] [--keep FILE]
- *     (default 5000000 ranges, 3 runs; --keep: generate FILE, keep it, and measure on it)
+ *   bench_tally_export [--ranges N] [--runs R] [--keep FILE] [--read-only]
+ *     (default 5000000 ranges, 3 runs; --keep: generate FILE, keep it, and measure on it;
+ *     --read-only: measure the reading only)
  */
 #include "record/format.h"
 #include "trace/model.h"
+#include "trace/tally_decode.h"
 #include "trace/tally_export.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -47,7 +54,7 @@ typedef struct run {
 } run;
 
 static FILE *out;
-static size_t out_bytes;
+static size_t out_bytes, out_records; /* records, not counting their payload slots */
 
 static void put(const void *p, size_t n)
 {
@@ -90,6 +97,7 @@ static tally__rec *room(run *r, size_t n)
 static void rec(run *r, unsigned type, uint64_t field, uint64_t w1)
 {
     tally__rec *p = room(r, 1);
+    out_records++;
     p->w0 = TALLY__REC(type, field);
     p->w1 = w1;
 }
@@ -99,6 +107,7 @@ static void rec_with(run *r, unsigned type, uint64_t field, uint64_t w1, const v
 {
     size_t slots = (len + 15) / 16;
     tally__rec *p = room(r, 1 + slots);
+    out_records++;
     p->w0 = TALLY__REC(type, field);
     p->w1 = w1;
     memset(p + 1, 0, slots * 16);
@@ -221,16 +230,62 @@ static size_t generate(const char *path, size_t ranges, size_t *nkernels)
 
 /* ---- measurements ---------------------------------------------------------------------------- */
 
-enum { NOTHING, MODEL, STREAM };
+enum { NOTHING, DECODE, READ, MODEL, STREAM };
+
+/* The decoder alone: a sink that keeps nothing (what the model reader adds is the rest) */
+static int64_t null_open(void *ctx, const tl_tally_ev *ev)
+{
+    (void)ev;
+    return (int64_t)(*(size_t *)ctx)++;
+}
+
+static int null_close(void *ctx, int64_t ref, int64_t end, uint16_t flags)
+{
+    (void)ctx;
+    (void)ref;
+    (void)end;
+    (void)flags;
+    return 0;
+}
+
+static int decode_only(const char *in, tl_error *err)
+{
+    tl_trace t;
+    tl_trace_init(&t);
+    tl_tally_dec d;
+    size_t count = 0;
+    tl_tally_sink sink = {&count, null_open, null_close, NULL, NULL};
+    int rc = -1;
+    int fd = open(in, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0) {
+        void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (m != MAP_FAILED) {
+            rc = tl_tally_open(&d, &t, m, -1, (size_t)st.st_size, in, err) != 0 ||
+                         tl_tally_decode(&d, &sink) != 0
+                     ? -1
+                     : 0;
+            tl_tally_close(&d);
+            munmap(m, (size_t)st.st_size);
+        }
+    }
+    if (fd >= 0)
+        close(fd);
+    tl_trace_free(&t);
+    return rc;
+}
 
 static int convert(int how, const char *in, const char *json)
 {
     tl_error err = {{0}};
     int rc = 0;
-    if (how == MODEL) {
+    if (how == DECODE) {
+        rc = decode_only(in, &err) != 0;
+    } else if (how == READ || how == MODEL) {
         tl_trace t;
         tl_trace_init(&t);
-        rc = tl_read_tally(&t, in, &err) != 0 || tl_write_chrome(&t, json, &err) != 0;
+        rc = tl_read_tally(&t, in, &err) != 0 ||
+             (how == MODEL && tl_write_chrome(&t, json, &err) != 0);
         tl_trace_free(&t);
     } else if (how == STREAM) {
         rc = tl_tally_export(in, json, NULL, &err) != 0;
@@ -239,6 +294,8 @@ static int convert(int how, const char *in, const char *json)
         fprintf(stderr, "bench_tally_export: %s\n", err.msg);
     return rc;
 }
+
+static double last_user, last_sys; /* CPU seconds of the last child measured */
 
 /* Run one conversion in a child; its wall time and peak RSS (MB). */
 static int measure(int how, const char *in, const char *json, double *secs, double *rss_mb)
@@ -255,6 +312,8 @@ static int measure(int how, const char *in, const char *json, double *secs, doub
     if (wait4(pid, &status, 0, &ru) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
         return -1;
     *secs = now() - t0;
+    last_user = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6;
+    last_sys = (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
     *rss_mb = (double)ru.ru_maxrss / 1024.0;
     return 0;
 }
@@ -263,6 +322,26 @@ static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
+}
+
+/* runs measurements of how: wall, user and system seconds each sorted (medians at runs / 2),
+ * the largest peak RSS */
+static int measure_runs(int how, const char *in, const char *out, int runs, double *t, double *u,
+                        double *sy, double *peak)
+{
+    *peak = 0;
+    for (int k = 0; k < runs; k++) {
+        double rss;
+        if (measure(how, in, out, &t[k], &rss) != 0)
+            return -1;
+        u[k] = last_user;
+        sy[k] = last_sys;
+        *peak = rss > *peak ? rss : *peak;
+    }
+    qsort(t, (size_t)runs, sizeof *t, cmp_double);
+    qsort(u, (size_t)runs, sizeof *u, cmp_double);
+    qsort(sy, (size_t)runs, sizeof *sy, cmp_double);
+    return 0;
 }
 
 static double file_mb(const char *p)
@@ -276,6 +355,7 @@ int main(int argc, char **argv)
     size_t ranges = 5000000;
     int runs = 3;
     const char *keep = NULL;
+    int read_only = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--ranges") && i + 1 < argc)
             ranges = strtoull(argv[++i], NULL, 10);
@@ -283,8 +363,11 @@ int main(int argc, char **argv)
             runs = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--keep") && i + 1 < argc)
             keep = argv[++i];
+        else if (!strcmp(argv[i], "--read-only"))
+            read_only = 1;
         else {
-            fprintf(stderr, "usage: bench_tally_export [--ranges N] [--runs R] [--keep FILE]\n");
+            fprintf(stderr, "usage: bench_tally_export [--ranges N] [--runs R] [--keep FILE] "
+                            "[--read-only]\n");
             return strcmp(argv[i], "--help") ? 2 : 0;
         }
     }
@@ -301,25 +384,29 @@ int main(int argc, char **argv)
     size_t n = generate(in, ranges, &kernels);
     double in_mb = file_mb(in);
     printf("file: %zu ranges on 4 threads, %zu kernel launches (runtime call + kernel), %.0f MB "
-           ".tally, written in %.1f s\n",
-           n, kernels, in_mb, now() - t0);
+           ".tally, %.1f M records, written in %.1f s\n",
+           n, kernels, in_mb, (double)out_records / 1e6, now() - t0);
     double secs, rss;
     if (measure(NOTHING, in, json, &secs, &rss) == 0)
         printf("baseline: a child that does nothing: peak RSS %.1f MB\n", rss);
-    static const char *names[] = {"", "model  (tl_read_tally + tl_write_chrome)",
+    static const char *reads[] = {"", "decode (tl_tally_decode, keeping nothing)",
+                                  "read   (tl_read_tally, the trace model)  "};
+    for (int how = DECODE; how <= READ; how++) {
+        double t[15], u[15], sy[15], peak;
+        if (measure_runs(how, in, json, runs, t, u, sy, &peak) != 0)
+            goto failed;
+        double med = t[runs / 2];
+        printf("%s: %.2f s median of %d (%.2f-%.2f), %.1f M records/s, %.0f MB/s of .tally, "
+               "CPU user %.2f s sys %.2f s, peak RSS %.1f MB\n",
+               reads[how], med, runs, t[0], t[runs - 1], (double)out_records / med / 1e6,
+               in_mb / med, u[runs / 2], sy[runs / 2], peak);
+    }
+    static const char *names[] = {"", "", "", "model  (tl_read_tally + tl_write_chrome)",
                                   "stream (tl_tally_export)                "};
-    for (int how = MODEL; how <= STREAM; how++) {
-        double t[15], peak = 0;
-        for (int k = 0; k < runs; k++) {
-            if (measure(how, in, json, &t[k], &rss) != 0) {
-                fprintf(stderr, "bench_tally_export: the conversion failed\n");
-                if (!keep)
-                    unlink(in);
-                return 1;
-            }
-            peak = rss > peak ? rss : peak;
-        }
-        qsort(t, (size_t)runs, sizeof *t, cmp_double);
+    for (int how = MODEL; how <= STREAM && !read_only; how++) {
+        double t[15], u[15], sy[15], peak;
+        if (measure_runs(how, in, json, runs, t, u, sy, &peak) != 0)
+            goto failed;
         double med = t[runs / 2], out_mb = file_mb(json);
         printf("%s .json   : %.2f s median of %d, %.0f MB/s of .tally in, %.0f MB/s of JSON out "
                "(%.0f MB), peak RSS %.1f MB\n",
@@ -334,4 +421,9 @@ int main(int argc, char **argv)
     if (!keep)
         unlink(in);
     return 0;
+failed:
+    fprintf(stderr, "bench_tally_export: reading or converting the file failed\n");
+    if (!keep)
+        unlink(in);
+    return 1;
 }

@@ -14,6 +14,7 @@
 #include "trace/u64map.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,7 @@
 #include <emmintrin.h>
 #endif
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- names ------------------------------------------------------------------------------ */
@@ -278,6 +280,68 @@ void *tl_big_realloc(void *p, size_t n)
     void *q = realloc(p, n ? n : 1);
     advise_huge(q, n);
     return q;
+}
+
+/* ---- populating ahead of a writer ---------------------------------------------------------- */
+
+#define PREFAULT_STEP ((size_t)2 << 20)
+
+static void *prefault_main(void *arg)
+{
+    tl_prefault *pf = arg;
+#ifdef MADV_POPULATE_WRITE
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    if (!page)
+        page = 4096;
+    while (!atomic_load_explicit(&pf->stop, memory_order_relaxed) && pf->populated < pf->len) {
+        size_t reached = atomic_load_explicit(&pf->reached, memory_order_relaxed);
+        if (pf->populated < reached) /* the writer passed it: its faults are taken */
+            pf->populated = reached;
+        if (pf->populated >= reached + pf->lead) {
+            struct timespec ts = {0, 200000}; /* 0.2 ms: the writer fills ~1 MB meanwhile */
+            nanosleep(&ts, NULL);
+            continue;
+        }
+        size_t n =
+            pf->len - pf->populated < PREFAULT_STEP ? pf->len - pf->populated : PREFAULT_STEP;
+        uintptr_t a = (uintptr_t)(pf->base + pf->populated) & ~(page - 1);
+        uintptr_t b = ((uintptr_t)(pf->base + pf->populated + n) + page - 1) & ~(page - 1);
+        if (madvise((void *)a, b - a, MADV_POPULATE_WRITE) != 0)
+            break; /* not supported (before Linux 5.14), or no memory: the writer faults */
+        pf->populated += n;
+    }
+#endif
+    return NULL;
+}
+
+int tl_prefault_start(tl_prefault *pf, void *base, size_t len, size_t lead, int cores)
+{
+    memset(pf, 0, sizeof *pf);
+    pf->base = base;
+    pf->len = len;
+    pf->lead = lead;
+#ifdef MADV_POPULATE_WRITE
+    if (base && cores > 1 && len >= 4 * PREFAULT_STEP) {
+        /* signals stay with the caller's threads */
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        pf->running = pthread_create(&pf->th, NULL, prefault_main, pf) == 0;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+    }
+#else
+    (void)cores;
+#endif
+    return 0;
+}
+
+void tl_prefault_stop(tl_prefault *pf)
+{
+    if (!pf->running)
+        return;
+    atomic_store_explicit(&pf->stop, 1, memory_order_relaxed);
+    pthread_join(pf->th, NULL);
+    pf->running = 0;
 }
 
 /* ---- trace ------------------------------------------------------------------------------ */

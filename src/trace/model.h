@@ -14,6 +14,8 @@
 #ifndef TALLY_TRACE_MODEL_H
 #define TALLY_TRACE_MODEL_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -359,6 +361,34 @@ typedef struct tl_trace {
 void *tl_big_alloc(size_t n);
 void *tl_big_calloc(size_t n, size_t size); /* zeroed */
 void *tl_big_realloc(void *p, size_t n);
+
+/* A thread that makes the pages of a big array ahead of its writer: the kernel zeroes a fresh
+ * page in the thread that first touches it (on these VMs 0.4-2 ms per MB, most of reading a
+ * .tally file), so a writer filling an array front to back on one core can have another core
+ * take those faults. It populates (madvise(MADV_POPULATE_WRITE): contents untouched, so it never
+ * races the writer) up to lead bytes past what the writer says it reached, in 2 MB steps, and
+ * sleeps when that far ahead. Where the call is not supported, or no thread can be made, it does
+ * nothing. */
+typedef struct tl_prefault {
+    char *base;
+    size_t len, lead;
+    _Atomic size_t reached; /* bytes from base the writer has written up to */
+    _Atomic int stop;
+    size_t populated; /* bytes made (the thread's own) */
+    int running;
+    pthread_t th;
+} tl_prefault;
+
+/* Start populating [base, base + len) on another thread, lead bytes ahead of the writer, when
+ * cores > 1 and len is worth it; returns 0 either way (the writer goes on alone). */
+int tl_prefault_start(tl_prefault *pf, void *base, size_t len, size_t lead, int cores);
+/* The writer has written up to byte reached (cheap: call it often) */
+static inline void tl_prefault_reached(tl_prefault *pf, size_t reached)
+{
+    atomic_store_explicit(&pf->reached, reached, memory_order_relaxed);
+}
+/* Stop the thread and wait for it. */
+void tl_prefault_stop(tl_prefault *pf);
 
 /* Threads to use where a caller says 0: TALLY_THREADS when set to a number > 0, else the
  * available cores; at most 64. */

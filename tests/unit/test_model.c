@@ -8,6 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
 
 static int find(const tl_trace *t, const char *name)
 {
@@ -298,6 +301,83 @@ static void check_permutation(const uint32_t *perm, size_t n)
     free(pb);
 }
 
+/* The pages that lie whole inside [p, p + n): their count, and how many are resident */
+static size_t whole_pages(const char *p, size_t n, uintptr_t *a, uintptr_t *b)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    *a = ((uintptr_t)p + page - 1) & ~(uintptr_t)(page - 1);
+    *b = ((uintptr_t)p + n) & ~(uintptr_t)(page - 1);
+    return *b > *a ? (*b - *a) / page : 0;
+}
+
+static size_t resident_pages(const char *p, size_t n)
+{
+    uintptr_t a, b;
+    size_t np = whole_pages(p, n, &a, &b), in = 0;
+    if (!np)
+        return 0;
+    unsigned char *v = malloc(np);
+    if (v && mincore((void *)a, b - a, v) == 0)
+        for (size_t i = 0; i < np; i++)
+            in += v[i] & 1;
+    free(v);
+    return in;
+}
+
+/* The thread that makes a big array's pages ahead of its writer: it makes them (up to its lead
+ * past what the writer reached, not further), never changes what the writer wrote, and stops. */
+TEST(prefault_makes_pages_ahead_of_the_writer)
+{
+    const size_t len = (size_t)64 << 20, lead = (size_t)16 << 20;
+    char *a = tl_big_alloc(len);
+    CHECK(a != NULL);
+    if (!a)
+        return;
+    tl_prefault pf;
+    tl_prefault_start(&pf, a, len, lead, 2);
+#ifdef MADV_POPULATE_WRITE
+    CHECK(pf.running);
+#endif
+    /* the writer has written nothing: the thread makes the first 16 MB (and 2 MB more at most)
+     * and waits; give it up to 10 s on a loaded machine */
+    uintptr_t lo, hi;
+    size_t want = whole_pages(a, lead, &lo, &hi);
+    for (int i = 0; i < 1000 && pf.running && resident_pages(a, lead) < want; i++) {
+        struct timespec ts = {0, 10000000};
+        nanosleep(&ts, NULL);
+    }
+    if (pf.running) {
+        CHECK_EQ_INT(resident_pages(a, lead), want);
+        /* none past the lead and one step (a huge page may bring its 2 MB whole) */
+        size_t past = lead + ((size_t)4 << 20);
+        CHECK_EQ_INT(resident_pages(a + past, len - past), 0);
+    }
+    /* the writer fills the array front to back, saying how far it got now and then */
+    for (size_t off = 0; off < len; off += 4096) {
+        memset(a + off, (int)(off / 4096 % 251) + 1, 4096);
+        if ((off & ((1u << 20) - 1)) == 0)
+            tl_prefault_reached(&pf, off);
+    }
+    tl_prefault_stop(&pf);
+    CHECK(!pf.running);
+    int same = 1;
+    for (size_t off = 0; off < len && same; off += 4096)
+        for (size_t j = 0; j < 4096; j += 512)
+            same &= a[off + j] == (char)((int)(off / 4096 % 251) + 1);
+    CHECK(same);
+    free(a);
+    /* one core, or too small to matter: no thread */
+    char b[64];
+    tl_prefault_start(&pf, b, sizeof b, 16, 2);
+    CHECK(!pf.running);
+    tl_prefault_stop(&pf);
+    char *c = tl_big_alloc(len);
+    tl_prefault_start(&pf, c, len, lead, 1);
+    CHECK(!pf.running);
+    tl_prefault_stop(&pf);
+    free(c);
+}
+
 TEST(permutations_of_every_shape)
 {
     static const size_t sizes[] = {0, 1, 2, 3, 17, 1000, 70001, 300000};
@@ -413,6 +493,7 @@ int main(void)
     RUN(tracks_are_found_again);
     RUN(finish_sorts_and_nests);
     RUN(permutations_of_every_shape);
+    RUN(prefault_makes_pages_ahead_of_the_writer);
     RUN(finish_links_runtime_calls_to_device_work);
     RUN(a_step_is_the_outermost_of_equal_spans);
     RUN(a_shared_correlation_id_links_the_call_started_last);
