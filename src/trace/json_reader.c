@@ -2637,21 +2637,11 @@ static int parse_window(jr *d, pread_t *P, char *win, size_t len, uint64_t *off,
         if (c > cut[k - 1])
             cut[k++] = c;
     }
-    pthread_t th[64];
-    int started[64] = {0};
     for (int j = 0; j < k; j++)
         part_begin(&P->parts[j], d, win, len, *off, cut[j], j ? ARR_VALUE : *state,
                    j + 1 < k ? cut[j + 1] : SIZE_MAX);
     double t0 = tl_now_s();
-    for (int j = 1; j < k; j++)
-        started[j] = pthread_create(&th[j], NULL, part_main, &P->parts[j]) == 0;
-    part_main(&P->parts[0]);
-    for (int j = 1; j < k; j++) {
-        if (started[j])
-            pthread_join(th[j], NULL);
-        else /* no thread to be had: this one does it */
-            part_main(&P->parts[j]);
-    }
+    tl_run_each(part_main, P->parts, sizeof *P->parts, k);
     double t1 = tl_now_s();
     P->t_parse += t1 - t0;
     int w = merge_window(d, P, cut, k, off, state);
@@ -2736,20 +2726,9 @@ static int merge_window(jr *d, pread_t *P, const size_t *cut, int k, uint64_t *o
         return W_FAIL;
     }
     part_copy pc[64];
-    pthread_t th[64];
-    int started[64] = {0};
     for (int j = 0; j < g; j++)
         pc[j] = (part_copy){&P->parts[j], mt->ev + base[j]};
-    for (int j = 1; j < g; j++)
-        started[j] = pthread_create(&th[j], NULL, copy_events, &pc[j]) == 0;
-    if (g)
-        copy_events(&pc[0]);
-    for (int j = 1; j < g; j++) {
-        if (started[j])
-            pthread_join(th[j], NULL);
-        else
-            copy_events(&pc[j]);
-    }
+    tl_run_each(copy_events, pc, sizeof *pc, g);
     mt->nev = total;
     for (int j = 0; j < g; j++)
         if (merge_rest(d, &P->parts[j], base[j]) != MERGED)

@@ -344,6 +344,23 @@ void tl_prefault_stop(tl_prefault *pf)
     pf->running = 0;
 }
 
+void tl_run_each(void *(*fn)(void *), void *items, size_t size, int n)
+{
+    pthread_t th[64];
+    int started[64] = {0};
+    char *it = items;
+    for (int k = 1; k < n; k++)
+        started[k] = k < 64 && pthread_create(&th[k], NULL, fn, it + (size_t)k * size) == 0;
+    if (n > 0)
+        fn(it);
+    for (int k = 1; k < n; k++) {
+        if (started[k])
+            pthread_join(th[k], NULL);
+        else
+            fn(it + (size_t)k * size);
+    }
+}
+
 /* ---- trace ------------------------------------------------------------------------------ */
 
 int tl_default_threads(void)
@@ -914,29 +931,80 @@ static void permute_walk(tl_event *ev, uint32_t *perm, size_t n)
 #define SEQ_SAVED 0x80000000u /* in seq: the source is a segment's start */
 #define WALKERS   16
 
-static int permute_segments(tl_event *ev, uint32_t *perm, size_t n)
+/* The moves of one group of walkers' segments, in their order (see above) */
+typedef struct perm_moves {
+    tl_event *ev;
+    const uint32_t *perm, *seq, *starts;
+    const tl_event *saved;
+    size_t m, nstarts;
+} perm_moves;
+
+static void *do_moves(void *arg)
 {
-    uint32_t *seq = tl_big_alloc(n * sizeof *seq);
-    size_t cap_starts = 1024, nstarts = 0, m = 0;
+    const perm_moves *g = arg;
+    tl_event *ev = g->ev;
+    const uint32_t *perm = g->perm, *seq = g->seq;
+    size_t m = g->m;
+    for (size_t t = 0; t < m; t++) {
+        if (t + 32 < m)
+            __builtin_prefetch(&perm[seq[t + 32] & ~SEQ_SAVED]);
+        if (t + 16 < m)
+            __builtin_prefetch(&ev[perm[seq[t + 16] & ~SEQ_SAVED] & ~PERM_SEEN]);
+        uint32_t x = seq[t], pos = x & ~SEQ_SAVED, src = perm[pos] & ~PERM_SEEN;
+        if (x & SEQ_SAVED) {
+            size_t lo = 0, hi = g->nstarts; /* src is starts[k] */
+            while (hi - lo > 1) {
+                size_t mid = (lo + hi) / 2;
+                if (g->starts[mid] <= src)
+                    lo = mid;
+                else
+                    hi = mid;
+            }
+            ev[pos] = g->saved[lo];
+        } else {
+            ev[pos] = ev[src];
+        }
+    }
+    return NULL;
+}
+
+/* groups: the walkers are split into this many groups (walker w into w % groups), whose moves
+ * run in threads of their own: a move reads only its own segment's next position or a saved
+ * start, so segments never touch each other's events. */
+static int permute_segments(tl_event *ev, uint32_t *perm, size_t n, int groups)
+{
+    if (groups < 1)
+        groups = 1;
+    if (groups > WALKERS)
+        groups = WALKERS;
+    uint32_t *seq[WALKERS] = {0}; /* per group: n room (only what it gets is touched) */
+    size_t mg[WALKERS] = {0};
+    size_t cap_starts = 1024, nstarts = 0;
     uint32_t *starts = malloc(cap_starts * sizeof *starts); /* ascending: taken in order */
     tl_event *saved = NULL;
     int rc = -1;
-    if (!seq || !starts)
+    for (int g = 0; g < groups; g++)
+        if (!(seq[g] = tl_big_alloc(n * sizeof **seq)))
+            goto done;
+    if (!starts)
         goto done;
     uint32_t cur[WALKERS];
     size_t last[WALKERS], cursor = 0;
-    int live = 0;
-    /* a walker steps onto position j (unvisited): j is visited, its source comes next */
+    int live = 0, grp[WALKERS];
+    for (int w = 0; w < WALKERS; w++)
+        grp[w] = w % groups;
+        /* a walker steps onto position j (unvisited): j is visited, its source comes next */
 #define STEP_ONTO(w, j)                                                                            \
     do {                                                                                           \
         uint32_t v_ = perm[j];                                                                     \
+        int g_ = grp[w];                                                                           \
         perm[j] = v_ | PERM_SEEN;                                                                  \
-        last[w] = m;                                                                               \
-        seq[m++] = (uint32_t)(j);                                                                  \
+        last[w] = mg[g_];                                                                          \
+        seq[g_][mg[g_]++] = (uint32_t)(j);                                                         \
         cur[w] = v_;                                                                               \
         __builtin_prefetch(&perm[v_], 1);                                                          \
     } while (0)
-    /* a walker takes the first position not visited and not in place, or stops */
+        /* a walker takes the first position not visited and not in place, or stops */
 #define START(w, ok)                                                                               \
     do {                                                                                           \
         while (cursor < n && ((perm[cursor] & PERM_SEEN) || perm[cursor] == cursor))               \
@@ -965,7 +1033,7 @@ static int permute_segments(tl_event *ev, uint32_t *perm, size_t n)
                 continue;
             uint32_t j = cur[w];
             if (perm[j] & PERM_SEEN) { /* a start: the segment ends */
-                seq[last[w]] |= SEQ_SAVED;
+                seq[grp[w]][last[w]] |= SEQ_SAVED;
                 START(w, active[w]);
                 live -= !active[w];
             } else {
@@ -981,26 +1049,10 @@ static int permute_segments(tl_event *ev, uint32_t *perm, size_t n)
         goto done;
     for (size_t k = 0; k < nstarts; k++)
         saved[k] = ev[starts[k]];
-    for (size_t t = 0; t < m; t++) {
-        if (t + 32 < m)
-            __builtin_prefetch(&perm[seq[t + 32] & ~SEQ_SAVED]);
-        if (t + 16 < m)
-            __builtin_prefetch(&ev[perm[seq[t + 16] & ~SEQ_SAVED] & ~PERM_SEEN]);
-        uint32_t x = seq[t], pos = x & ~SEQ_SAVED, src = perm[pos] & ~PERM_SEEN;
-        if (x & SEQ_SAVED) {
-            size_t lo = 0, hi = nstarts; /* src is starts[k] */
-            while (hi - lo > 1) {
-                size_t mid = (lo + hi) / 2;
-                if (starts[mid] <= src)
-                    lo = mid;
-                else
-                    hi = mid;
-            }
-            ev[pos] = saved[lo];
-        } else {
-            ev[pos] = ev[src];
-        }
-    }
+    perm_moves mv[WALKERS];
+    for (int g = 0; g < groups; g++)
+        mv[g] = (perm_moves){ev, perm, seq[g], starts, saved, mg[g], nstarts};
+    tl_run_each(do_moves, mv, sizeof *mv, groups);
     for (size_t i = 0; i < n; i++) /* perm is consumed: each position in place */
         perm[i] = (uint32_t)i;
     rc = 0;
@@ -1008,7 +1060,8 @@ done:
     if (rc != 0) /* nothing moved: perm as it was */
         for (size_t i = 0; i < n; i++)
             perm[i] &= ~PERM_SEEN;
-    free(seq);
+    for (int g = 0; g < groups; g++)
+        free(seq[g]);
     free(starts);
     free(saved);
     return rc;
@@ -1017,12 +1070,12 @@ done:
 /* Below this many events the walk is as fast (the events are in cache). */
 #define PERMUTE_WALK_MAX (1u << 16)
 
-int tl_permute_events(tl_event *ev, uint32_t *perm, size_t n, int segments)
+int tl_permute_events(tl_event *ev, uint32_t *perm, size_t n, int segments, int threads)
 {
     if (n > INT32_MAX)
         return -1;
     if (!(segments > 0 || (segments < 0 && n > PERMUTE_WALK_MAX)) ||
-        permute_segments(ev, perm, n) != 0)
+        permute_segments(ev, perm, n, threads) != 0)
         permute_walk(ev, perm, n);
     return 0;
 }
@@ -1053,6 +1106,89 @@ static int sort_track(const tl_event *ev, uint32_t *seg, size_t c, size_t runs, 
     return res ? 0 : -1;
 }
 
+/* The tracks whose events came out of order, sorted by threads that each take the biggest one
+ * left (each track's indices are its own slice of perm). */
+typedef struct track_sorts {
+    const tl_event *ev;
+    uint32_t *perm;
+    const size_t *start, *runs;
+    const uint32_t *order; /* the tracks to sort, biggest first */
+    size_t norder;
+    _Atomic size_t next;
+    _Atomic int failed;
+} track_sorts;
+
+static void *sort_tracks_main(void *arg)
+{
+    track_sorts *s = arg;
+    uint32_t *tmp = NULL; /* the size of the first track taken: the biggest this thread gets */
+    for (size_t k; !atomic_load(&s->failed) && (k = atomic_fetch_add(&s->next, 1)) < s->norder;) {
+        uint32_t tr = s->order[k];
+        size_t c = s->start[tr + 1] - s->start[tr];
+        if ((!tmp && !(tmp = tl_big_alloc(c * sizeof *tmp))) ||
+            sort_track(s->ev, s->perm + s->start[tr], c, s->runs[tr] + 1, tmp) != 0)
+            atomic_store(&s->failed, 1);
+    }
+    free(tmp);
+    return NULL;
+}
+
+static void *sort_tracks_each(void *arg)
+{
+    return sort_tracks_main(*(track_sorts **)arg);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int sort_tracks(const tl_event *ev, uint32_t *perm, const size_t *start, const size_t *runs,
+                       size_t ntr, int threads)
+{
+    size_t norder = 0, total = 0;
+    for (size_t tr = 0; tr < ntr; tr++)
+        norder += runs[tr] != 0;
+    uint64_t *key = malloc((norder ? norder : 1) * sizeof *key);
+    uint32_t *order = malloc((norder ? norder : 1) * sizeof *order);
+    if (!key || !order) {
+        free(key);
+        free(order);
+        return -1;
+    }
+    norder = 0;
+    for (size_t tr = 0; tr < ntr; tr++)
+        if (runs[tr]) { /* biggest first (a track holds fewer than 2^31 events), then by id */
+            size_t c = start[tr + 1] - start[tr];
+            key[norder++] = ((uint64_t)(INT32_MAX - c) << 32) | tr;
+            total += c;
+        }
+    qsort(key, norder, sizeof *key, cmp_u64);
+    for (size_t k = 0; k < norder; k++)
+        order[k] = (uint32_t)key[k];
+    free(key);
+    track_sorts s = {ev, perm, start, runs, order, norder, 0, 0};
+    /* threads only where there is enough to share: a track is not split */
+    if (total < PERMUTE_WALK_MAX || norder < 2)
+        threads = 1;
+    if ((size_t)threads > norder)
+        threads = (int)norder;
+    track_sorts *each[64]; /* every thread takes tracks from the one queue */
+    for (int k = 0; k < threads && k < 64; k++)
+        each[k] = &s;
+    tl_run_each(sort_tracks_each, each, sizeof *each, threads < 64 ? threads : 64);
+    free(order);
+    return atomic_load(&s.failed) ? -1 : 0;
+}
+
+/* Threads for the big passes of tl_trace_finish: the reader's (-j, TALLY_THREADS), else the
+ * cores */
+static int finish_threads(const tl_trace *t)
+{
+    return t->read_threads > 0 ? t->read_threads : tl_default_threads();
+}
+
 /* Readers add a track's events nearly in order (a thread's ops, a stream's kernels), but tracks
  * interleave: Kineto writes runtime calls and the kernels they launch in launch order, and
  * appends them after the threads' ops. So the order is found as a stable counting sort by track
@@ -1079,7 +1215,7 @@ static int sort_events(tl_trace *t)
     size_t *pos = malloc(ntr * sizeof *pos);        /* where the track's next index goes */
     size_t *last = malloc(ntr * sizeof *last);      /* the track's previous event, or SIZE_MAX */
     size_t *runs = calloc(ntr, sizeof *runs);       /* runs in order, minus one */
-    uint32_t *perm = tl_big_alloc(n * sizeof *perm), *tmp = NULL;
+    uint32_t *perm = tl_big_alloc(n * sizeof *perm);
     int rc = -1;
     if (!start || !pos || !last || !runs || !perm)
         goto done;
@@ -1104,20 +1240,13 @@ static int sort_events(tl_trace *t)
     }
     for (size_t i = 0; i < n; i++)
         perm[pos[ev[i].track]++] = (uint32_t)i;
-    if (maxseg) {
-        tmp = tl_big_alloc(maxseg * sizeof *tmp);
-        if (!tmp)
-            goto done;
-        for (size_t tr = 0; tr < ntr; tr++)
-            if (runs[tr] &&
-                sort_track(ev, perm + start[tr], start[tr + 1] - start[tr], runs[tr] + 1, tmp) != 0)
-                goto done;
-    }
+    if (maxseg && sort_tracks(ev, perm, start, runs, ntr, finish_threads(t)) != 0)
+        goto done;
     /* In place, at any size: copying into a second array reads the events in near-sequential
      * streams, but takes a second copy of the events for its length (peak memory 0.24 -> 0.34 of
      * a 1-2 GB file, over the 0.3 the reader keeps to), and its fresh pages cost about what the
      * cycles' cache misses cost (measured twice: 1 GB the same time; 2 GB 5 % faster copied). */
-    tl_permute_events(ev, perm, n, -1);
+    tl_permute_events(ev, perm, n, -1, finish_threads(t));
     rc = 0;
 done:
     free(start);
@@ -1125,7 +1254,6 @@ done:
     free(last);
     free(runs);
     free(perm);
-    free(tmp);
     return rc;
 }
 

@@ -390,6 +390,11 @@ static inline void tl_prefault_reached(tl_prefault *pf, size_t reached)
 /* Stop the thread and wait for it. */
 void tl_prefault_stop(tl_prefault *pf);
 
+/* Run fn on each of the n items (size bytes apart from items): items 1.. in threads of their
+ * own, item 0 in the caller; an item whose thread cannot be made runs in the caller, after.
+ * Returns when all are done. */
+void tl_run_each(void *(*fn)(void *), void *items, size_t size, int n);
+
 /* Threads to use where a caller says 0: TALLY_THREADS when set to a number > 0, else the
  * available cores; at most 64. */
 int tl_default_threads(void);
@@ -397,8 +402,9 @@ int tl_default_threads(void);
 /* Permute ev[0, n) so that position i receives the event at index perm[i] (perm, a permutation
  * of 0..n-1, is consumed), in place (tl_trace_finish orders the events with it; public for its
  * tests). segments: 1 in segments walked in turn, whose cache misses overlap (for big arrays),
- * 0 one cycle after another, -1 by n. 0; -1 if n is over INT32_MAX. */
-int tl_permute_events(tl_event *ev, uint32_t *perm, size_t n, int segments);
+ * 0 one cycle after another, -1 by n. threads: the segments' moves are split among this many
+ * threads (at most 16). 0; -1 if n is over INT32_MAX. */
+int tl_permute_events(tl_event *ev, uint32_t *perm, size_t n, int segments, int threads);
 
 void tl_trace_init(tl_trace *t);
 /* The string table's hash of len bytes at s (FNV-1a on 8-byte words, mixed), for other tables

@@ -271,34 +271,88 @@ static void check_order_against_reference(size_t n, unsigned seed)
     tl_trace_free(&t);
 }
 
-/* tl_permute_events in segments (the big arrays' way) and one cycle after another: position i
- * receives the event that was at perm[i], whatever the cycles look like. */
+/* tl_permute_events in segments (the big arrays' way: their moves in 1 to 16 threads) and one
+ * cycle after another: position i receives the event that was at perm[i], whatever the cycles
+ * look like. */
 static void check_permutation(const uint32_t *perm, size_t n)
 {
-    tl_event *a = malloc((n ? n : 1) * sizeof *a), *b = malloc((n ? n : 1) * sizeof *b);
-    uint32_t *pa = malloc((n ? n : 1) * sizeof *pa), *pb = malloc((n ? n : 1) * sizeof *pb);
-    CHECK(a && b && pa && pb);
-    if (a && b && pa && pb) {
+    static const int threads[] = {0, 1, 2, 3, 16}; /* 0: one cycle after another */
+    tl_event *a = malloc((n ? n : 1) * sizeof *a);
+    uint32_t *pa = malloc((n ? n : 1) * sizeof *pa);
+    CHECK(a && pa);
+    for (size_t k = 0; a && pa && k < sizeof threads / sizeof *threads; k++) {
         for (size_t i = 0; i < n; i++) {
             memset(&a[i], 0, sizeof a[i]);
             a[i].ts = (int64_t)i;
             a[i].value = -(int64_t)i;
-            b[i] = a[i];
         }
         memcpy(pa, perm, n * sizeof *pa);
-        memcpy(pb, perm, n * sizeof *pb);
-        CHECK_EQ_INT(tl_permute_events(a, pa, n, 1), 0);
-        CHECK_EQ_INT(tl_permute_events(b, pb, n, 0), 0);
+        CHECK_EQ_INT(tl_permute_events(a, pa, n, threads[k] > 0, threads[k]), 0);
         size_t bad = 0;
         for (size_t i = 0; i < n; i++)
-            bad += a[i].ts != (int64_t)perm[i] || a[i].value != -(int64_t)perm[i] ||
-                   b[i].ts != (int64_t)perm[i] || pa[i] != i || pb[i] != i;
+            bad += a[i].ts != (int64_t)perm[i] || a[i].value != -(int64_t)perm[i] || pa[i] != i;
         CHECK_EQ_INT(bad, 0);
     }
     free(a);
-    free(b);
     free(pa);
-    free(pb);
+}
+
+/* tl_trace_finish on a big trace (over 65 536 events to sort: the tracks are sorted and the
+ * events moved in threads) gives the same events in the same order for any thread count, and
+ * that order is the model's: by track, then start, the longer first, then the order added. */
+static void big_unsorted_trace(tl_trace *t, int threads)
+{
+    tl_trace_init(t);
+    t->read_threads = threads;
+    uint32_t tr[9];
+    for (int k = 0; k < 8; k++)
+        tr[k] = tl_trace_track(t, TL_TRACK_THREAD, 1, 100 + k, -1);
+    tr[8] = tl_trace_track(t, TL_TRACK_STREAM, 1, 7, 0);
+    uint64_t x = 88172645463325252ull; /* xorshift: the same trace every time */
+    for (int i = 0; i < 400000; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        /* tracks of every size (track k gets about 2^-k of the events), times mostly rising with
+         * some far back, equal starts and equal spans */
+        int k = 0;
+        while (k < 8 && (x >> (20 + k) & 1))
+            k++;
+        int64_t ts = (x % 16 == 0) ? (int64_t)(x >> 40) % 1000 : i / 3;
+        tl_event *e = tl_trace_add(t);
+        e->track = tr[k];
+        e->ts = ts;
+        e->dur = (int64_t)(x >> 50) % 4;
+        e->value = i; /* the order added */
+        e->cat = k == 8 ? TL_CAT_KERNEL : TL_CAT_OPERATOR;
+    }
+}
+
+TEST(finish_in_threads_is_the_same_order)
+{
+    tl_trace a;
+    big_unsorted_trace(&a, 1);
+    CHECK_EQ_INT(tl_trace_finish(&a), 0);
+    size_t bad = 0;
+    for (size_t i = 1; i < a.nev; i++) {
+        const tl_event *p = &a.ev[i - 1], *e = &a.ev[i];
+        bad +=
+            p->track > e->track ||
+            (p->track == e->track &&
+             (p->ts > e->ts ||
+              (p->ts == e->ts && (p->dur < e->dur || (p->dur == e->dur && p->value > e->value)))));
+    }
+    CHECK_EQ_INT(bad, 0);
+    static const int threads[] = {2, 3, 16};
+    for (size_t k = 0; k < sizeof threads / sizeof *threads; k++) {
+        tl_trace b;
+        big_unsorted_trace(&b, threads[k]);
+        CHECK_EQ_INT(tl_trace_finish(&b), 0);
+        CHECK_EQ_INT(b.nev, a.nev);
+        CHECK(b.nev == a.nev && memcmp(a.ev, b.ev, a.nev * sizeof *a.ev) == 0);
+        tl_trace_free(&b);
+    }
+    tl_trace_free(&a);
 }
 
 /* The pages that lie whole inside [p, p + n): their count, and how many are resident */
@@ -494,6 +548,7 @@ int main(void)
     RUN(finish_sorts_and_nests);
     RUN(permutations_of_every_shape);
     RUN(prefault_makes_pages_ahead_of_the_writer);
+    RUN(finish_in_threads_is_the_same_order);
     RUN(finish_links_runtime_calls_to_device_work);
     RUN(a_step_is_the_outermost_of_equal_spans);
     RUN(a_shared_correlation_id_links_the_call_started_last);
