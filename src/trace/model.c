@@ -1198,34 +1198,53 @@ static int sort_events(tl_trace *t)
 {
     size_t n = t->nev;
     tl_event *ev = t->ev;
-    int sorted = 1;
+    /* in order already? (stops at the first event out of order: most traces have one early) */
     uint32_t maxtr = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (i && sorted && !ev_before(&ev[i - 1], i - 1, &ev[i], i))
-            sorted = 0;
-        if (ev[i].track > maxtr)
-            maxtr = ev[i].track;
+    size_t i0 = 0;
+    for (; i0 < n; i0++) {
+        if (i0 && !ev_before(&ev[i0 - 1], i0 - 1, &ev[i0], i0))
+            break;
+        if (ev[i0].track > maxtr)
+            maxtr = ev[i0].track;
     }
-    if (sorted || n < 2)
+    if (i0 >= n || n < 2)
         return 0;
     if (n > UINT32_MAX)
         return -1;
-    size_t ntr = (size_t)maxtr + 1;
-    size_t *start = calloc(ntr + 1, sizeof *start); /* count, then the track's first slot */
-    size_t *pos = malloc(ntr * sizeof *pos);        /* where the track's next index goes */
-    size_t *last = malloc(ntr * sizeof *last);      /* the track's previous event, or SIZE_MAX */
-    size_t *runs = calloc(ntr, sizeof *runs);       /* runs in order, minus one */
+    /* the tracks the trace has (an event naming another, hand-made, is met while counting:
+     * then the arrays are made again for the largest track named) */
+    if (t->ntracks && t->ntracks - 1 > maxtr)
+        maxtr = t->ntracks - 1;
+    size_t ntr, *start = NULL, *pos = NULL, *last = NULL, *runs = NULL;
     uint32_t *perm = tl_big_alloc(n * sizeof *perm);
     int rc = -1;
-    if (!start || !pos || !last || !runs || !perm)
-        goto done;
-    memset(last, 0xff, ntr * sizeof *last);
-    for (size_t i = 0; i < n; i++) {
-        uint32_t tr = ev[i].track;
-        start[tr]++;
-        if (last[tr] != SIZE_MAX && !ev_before(&ev[last[tr]], last[tr], &ev[i], i))
-            runs[tr]++;
-        last[tr] = i;
+    for (;;) {
+        ntr = (size_t)maxtr + 1;
+        start = calloc(ntr + 1, sizeof *start); /* count, then the track's first slot */
+        pos = malloc(ntr * sizeof *pos);        /* where the track's next index goes */
+        last = malloc(ntr * sizeof *last);      /* the track's previous event, or SIZE_MAX */
+        runs = calloc(ntr, sizeof *runs);       /* runs in order, minus one */
+        if (!start || !pos || !last || !runs || !perm)
+            goto done;
+        memset(last, 0xff, ntr * sizeof *last);
+        size_t i = 0;
+        for (; i < n; i++) {
+            uint32_t tr = ev[i].track;
+            if (tr >= ntr)
+                break;
+            start[tr]++;
+            if (last[tr] != SIZE_MAX && !ev_before(&ev[last[tr]], last[tr], &ev[i], i))
+                runs[tr]++;
+            last[tr] = i;
+        }
+        if (i == n)
+            break;
+        for (; i < n; i++)
+            maxtr = ev[i].track > maxtr ? ev[i].track : maxtr;
+        free(start);
+        free(pos);
+        free(last);
+        free(runs);
     }
     size_t maxseg = 0;
     for (size_t tr = 0, at = 0; tr <= ntr; tr++) {
@@ -1264,15 +1283,47 @@ static int nests(const tl_event *e)
            !(e->flags & TL_EV_ASYNC);
 }
 
-static int compute_nesting(tl_trace *t)
+/* The nesting of the events [lo, hi), whole tracks (see compute_nesting) */
+/* What tl_trace_finish's later steps need to know, counted on the way: the runtime and driver
+ * calls with a correlation id (how many, the ids' range) and the copies without a name */
+typedef struct finish_counts {
+    size_t calls, unnamed;
+    int64_t corr_lo, corr_hi;
+} finish_counts;
+
+typedef struct nest_part {
+    tl_trace *t;
+    size_t lo, hi;
+    int failed;
+    finish_counts c;
+} nest_part;
+
+static int is_call(const tl_event *e)
 {
+    return e->corr && (e->cat == TL_CAT_RUNTIME || e->cat == TL_CAT_DRIVER);
+}
+
+static void count_event(finish_counts *c, const tl_event *e)
+{
+    if (is_call(e)) {
+        c->calls++;
+        c->corr_lo = e->corr < c->corr_lo ? e->corr : c->corr_lo;
+        c->corr_hi = e->corr > c->corr_hi ? e->corr : c->corr_hi;
+    }
+    c->unnamed += !e->name && (e->cat == TL_CAT_MEMCPY || e->cat == TL_CAT_MEMSET);
+}
+
+static void *nest_range(void *arg)
+{
+    nest_part *np = arg;
+    tl_trace *t = np->t;
     size_t cap = 256, top = 0;
     int32_t *stack = malloc(cap * sizeof *stack);
-    if (!stack)
-        return -1;
+    np->failed = !stack;
     uint32_t cur_track = UINT32_MAX;
-    for (size_t i = 0; i < t->nev; i++) {
+    for (size_t i = np->lo; i < np->hi && stack; i++) {
         tl_event *e = &t->ev[i];
+        count_event(&np->c, e);
         if (e->track != cur_track) {
             cur_track = e->track;
             top = 0;
@@ -1298,8 +1349,8 @@ static int compute_nesting(tl_trace *t)
                 cap *= 2;
                 int32_t *ns = realloc(stack, cap * sizeof *ns);
                 if (!ns) {
-                    free(stack);
-                    return -1;
+                    np->failed = 1;
+                    break;
                 }
                 stack = ns;
             }
@@ -1307,27 +1358,65 @@ static int compute_nesting(tl_trace *t)
         }
     }
     free(stack);
-    return 0;
+    return NULL;
 }
 
-static int is_call(const tl_event *e)
+/* Which span encloses which, per host track (the events are in track order): the tracks are
+ * split into as many ranges of about equal events as there are threads, each nested by one. */
+static int compute_nesting(tl_trace *t, finish_counts *c)
 {
-    return e->corr && (e->cat == TL_CAT_RUNTIME || e->cat == TL_CAT_DRIVER);
+    int threads = t->nev < PERMUTE_WALK_MAX ? 1 : finish_threads(t);
+    if (threads > 64)
+        threads = 64;
+    nest_part np[64];
+    size_t lo = 0;
+    int k = 0;
+    for (; k < threads && lo < t->nev; k++) {
+        size_t hi = k + 1 == threads ? t->nev : t->nev / (size_t)threads * (size_t)(k + 1);
+        if (hi < lo)
+            hi = lo;
+        if (hi > 0 && hi < t->nev) { /* a track is not split: on to its end (sorted by track) */
+            uint32_t tr = t->ev[hi - 1].track;
+            size_t a = hi, b = t->nev; /* the first event of a later track is in [a, b] */
+            while (a < b) {
+                size_t mid = a + (b - a) / 2;
+                if (t->ev[mid].track > tr)
+                    b = mid;
+                else
+                    a = mid + 1;
+            }
+            hi = a;
+        }
+        np[k] = (nest_part){t, lo, hi, 0, {0, 0, INT64_MAX, INT64_MIN}};
+        lo = hi;
+    }
+    tl_run_each(nest_range, np, sizeof *np, k);
+    *c = (finish_counts){0, 0, INT64_MAX, INT64_MIN};
+    for (int j = 0; j < k; j++) {
+        if (np[j].failed)
+            return -1;
+        c->calls += np[j].c.calls;
+        c->unnamed += np[j].c.unnamed;
+        c->corr_lo = np[j].c.corr_lo < c->corr_lo ? np[j].c.corr_lo : c->corr_lo;
+        c->corr_hi = np[j].c.corr_hi > c->corr_hi ? np[j].c.corr_hi : c->corr_hi;
+    }
+    return 0;
 }
 
 /* Map correlation id -> runtime/driver call, then link device work to it. Profilers hand out
  * correlation ids from a counter, so the map is an array indexed by id - smallest id when the
- * ids are that dense, and a hash table otherwise. */
-static int compute_links(tl_trace *t)
+ * ids are that dense, and a hash table otherwise. c: the calls counted by the nesting pass, or
+ * NULL to count them here. */
+static int compute_links(tl_trace *t, const finish_counts *c)
 {
-    size_t ncalls = 0;
-    int64_t lo = INT64_MAX, hi = INT64_MIN;
-    for (size_t i = 0; i < t->nev; i++)
-        if (is_call(&t->ev[i])) {
-            ncalls++;
-            lo = t->ev[i].corr < lo ? t->ev[i].corr : lo;
-            hi = t->ev[i].corr > hi ? t->ev[i].corr : hi;
-        }
+    finish_counts own = {0, 0, INT64_MAX, INT64_MIN};
+    if (!c) {
+        for (size_t i = 0; i < t->nev; i++)
+            count_event(&own, &t->ev[i]);
+        c = &own;
+    }
+    size_t ncalls = c->calls;
+    int64_t lo = c->corr_lo, hi = c->corr_hi;
     if (!ncalls)
         return 0;
     int dense = (uint64_t)hi - (uint64_t)lo < (uint64_t)ncalls * 4;
@@ -1392,11 +1481,12 @@ int tl_trace_finish(tl_trace *t)
         return 0;
     if (t->nev > (size_t)INT32_MAX)
         return -1;
-    if (sort_events(t) != 0 || compute_nesting(t) != 0 || compute_links(t) != 0)
+    finish_counts c;
+    if (sort_events(t) != 0 || compute_nesting(t, &c) != 0 || compute_links(t, &c) != 0)
         return -1;
     /* a copy or memset without a name (a hand-made or damaged .tally) is named as PyTorch and
      * the export name it, so that the views and an export of the trace agree */
-    for (size_t i = 0; i < t->nev; i++) {
+    for (size_t i = 0; i < t->nev && c.unnamed; i++) {
         tl_event *e = &t->ev[i];
         if (e->name || (e->cat != TL_CAT_MEMCPY && e->cat != TL_CAT_MEMSET))
             continue;
@@ -1414,5 +1504,5 @@ int tl_trace_relink(tl_trace *t)
     tl_trace_memo_drop(t);
     for (size_t i = 0; i < t->nev; i++)
         t->ev[i].link = TL_NONE;
-    return compute_links(t);
+    return compute_links(t, NULL);
 }

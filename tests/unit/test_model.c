@@ -297,9 +297,10 @@ static void check_permutation(const uint32_t *perm, size_t n)
     free(pa);
 }
 
-/* tl_trace_finish on a big trace (over 65 536 events to sort: the tracks are sorted and the
- * events moved in threads) gives the same events in the same order for any thread count, and
- * that order is the model's: by track, then start, the longer first, then the order added. */
+/* tl_trace_finish on a big trace (over 65 536 events to sort: the tracks are sorted, the events
+ * moved and nested in threads) gives the same events in the same order with the same parents
+ * for any thread count, and that order is the model's: by track, then start, the longer first,
+ * then the order added. */
 static void big_unsorted_trace(tl_trace *t, int threads)
 {
     tl_trace_init(t);
@@ -343,6 +344,10 @@ TEST(finish_in_threads_is_the_same_order)
               (p->ts == e->ts && (p->dur < e->dur || (p->dur == e->dur && p->value > e->value)))));
     }
     CHECK_EQ_INT(bad, 0);
+    size_t nested = 0; /* the nesting was computed too (in ranges of tracks, by threads) */
+    for (size_t i = 0; i < a.nev; i++)
+        nested += a.ev[i].parent != TL_NONE;
+    CHECK(nested > 1000);
     static const int threads[] = {2, 3, 16};
     for (size_t k = 0; k < sizeof threads / sizeof *threads; k++) {
         tl_trace b;
