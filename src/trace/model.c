@@ -349,8 +349,13 @@ void tl_run_each(void *(*fn)(void *), void *items, size_t size, int n)
     pthread_t th[64];
     int started[64] = {0};
     char *it = items;
+    /* signals stay with the caller's threads (this may run inside a profiled program) */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
     for (int k = 1; k < n; k++)
         started[k] = k < 64 && pthread_create(&th[k], NULL, fn, it + (size_t)k * size) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (n > 0)
         fn(it);
     for (int k = 1; k < n; k++) {

@@ -391,8 +391,8 @@ static inline void tl_prefault_reached(tl_prefault *pf, size_t reached)
 void tl_prefault_stop(tl_prefault *pf);
 
 /* Run fn on each of the n items (size bytes apart from items): items 1.. in threads of their
- * own, item 0 in the caller; an item whose thread cannot be made runs in the caller, after.
- * Returns when all are done. */
+ * own (all signals blocked in them), item 0 in the caller; an item whose thread cannot be made
+ * runs in the caller, after. Returns when all are done. */
 void tl_run_each(void *(*fn)(void *), void *items, size_t size, int n);
 
 /* Threads to use where a caller says 0: TALLY_THREADS when set to a number > 0, else the

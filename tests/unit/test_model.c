@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
@@ -360,6 +362,41 @@ TEST(finish_in_threads_is_the_same_order)
     tl_trace_free(&a);
 }
 
+/* tl_run_each runs every item once, the first in the caller, the others in threads that take
+ * no signals (they may run inside a profiled program, whose handlers expect its own threads) */
+typedef struct each_item {
+    pthread_t by;
+    int runs, blocked;
+} each_item;
+
+static void *run_item(void *arg)
+{
+    each_item *it = arg;
+    sigset_t cur;
+    pthread_sigmask(SIG_BLOCK, NULL, &cur);
+    it->by = pthread_self();
+    it->runs++;
+    it->blocked = sigismember(&cur, SIGUSR1) && sigismember(&cur, SIGINT);
+    return NULL;
+}
+
+TEST(run_each_runs_every_item_once)
+{
+    each_item items[5];
+    memset(items, 0, sizeof items);
+    tl_run_each(run_item, items, sizeof *items, 5);
+    for (int k = 0; k < 5; k++) {
+        CHECK_EQ_INT(items[k].runs, 1);
+        CHECK(!!pthread_equal(items[k].by, pthread_self()) == (k == 0));
+        CHECK_EQ_INT(items[k].blocked, k != 0);
+    }
+    sigset_t cur; /* the caller's mask is as it was */
+    pthread_sigmask(SIG_BLOCK, NULL, &cur);
+    CHECK(!sigismember(&cur, SIGUSR1));
+    tl_run_each(run_item, items, sizeof *items, 0); /* nothing */
+    CHECK_EQ_INT(items[0].runs, 1);
+}
+
 /* The pages that lie whole inside [p, p + n): their count, and how many are resident */
 static size_t whole_pages(const char *p, size_t n, uintptr_t *a, uintptr_t *b)
 {
@@ -554,6 +591,7 @@ int main(void)
     RUN(permutations_of_every_shape);
     RUN(prefault_makes_pages_ahead_of_the_writer);
     RUN(finish_in_threads_is_the_same_order);
+    RUN(run_each_runs_every_item_once);
     RUN(finish_links_runtime_calls_to_device_work);
     RUN(a_step_is_the_outermost_of_equal_spans);
     RUN(a_shared_correlation_id_links_the_call_started_last);
