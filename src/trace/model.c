@@ -10,6 +10,7 @@
  */
 #include "trace/model.h"
 #include "trace/checked.h"
+#include "trace/grow_array.h"
 #include "trace/natsort.h"
 #include "trace/u64map.h"
 
@@ -433,6 +434,7 @@ void tl_trace_memo_release(const tl_trace *ct, int key)
 
 void tl_trace_memo_drop(tl_trace *t)
 {
+    t->finish_known_ = 0;
     for (int k = 0; k < TL_MEMO_COUNT; k++) {
         if (t->memo_[k].state == 2 && t->memo_[k].drop)
             t->memo_[k].drop(t->memo_[k].p);
@@ -464,6 +466,7 @@ void tl_trace_free(tl_trace *t)
 {
     tl_trace_memo_drop(t);
     tl_strtab_free(&t->strings);
+    free(t->step_at_);
     free(t->ev);
     free(t->tracks);
     free(t->devices);
@@ -828,6 +831,11 @@ tl_device *tl_trace_device(tl_trace *t, int32_t id)
 
 void tl_trace_span(const tl_trace *t, int64_t *t0, int64_t *t1)
 {
+    if (t->finished && t->finish_known_) {
+        *t0 = t->span0_;
+        *t1 = t->span1_;
+        return;
+    }
     int64_t a = INT64_MAX, b = INT64_MIN;
     for (size_t i = 0; i < t->nev; i++) {
         const tl_event *e = &t->ev[i];
@@ -843,6 +851,15 @@ void tl_trace_span(const tl_trace *t, int64_t *t0, int64_t *t1)
         a = b = 0;
     *t0 = a;
     *t1 = b;
+}
+
+const uint32_t *tl_trace_step_spans(const tl_trace *t, size_t *n)
+{
+    if (!t->finished || !t->finish_known_)
+        return NULL;
+    static const uint32_t none[1];
+    *n = t->nstep_at_;
+    return t->step_at_ ? t->step_at_ : none;
 }
 
 const char *tl_copy_default_name(const tl_event *e)
@@ -1294,13 +1311,21 @@ static int nests(const tl_event *e)
 typedef struct finish_counts {
     size_t calls, unnamed;
     int64_t corr_lo, corr_hi;
+    int64_t span0, span1; /* tl_trace_span's */
 } finish_counts;
+
+#define FINISH_COUNTS_INIT                                                                         \
+    {                                                                                              \
+        0, 0, INT64_MAX, INT64_MIN, INT64_MAX, INT64_MIN                                           \
+    }
 
 typedef struct nest_part {
     tl_trace *t;
     size_t lo, hi;
     int failed;
     finish_counts c;
+    uint32_t *steps; /* the step spans' indices */
+    size_t nsteps, cap_steps;
 } nest_part;
 
 static int is_call(const tl_event *e)
@@ -1316,6 +1341,11 @@ static void count_event(finish_counts *c, const tl_event *e)
         c->corr_hi = e->corr > c->corr_hi ? e->corr : c->corr_hi;
     }
     c->unnamed += !e->name && (e->cat == TL_CAT_MEMCPY || e->cat == TL_CAT_MEMSET);
+    if (e->cat != TL_CAT_COUNTER) {
+        int64_t end = tl_add_sat(e->ts, e->dur);
+        c->span0 = e->ts < c->span0 ? e->ts : c->span0;
+        c->span1 = end > c->span1 ? end : c->span1;
+    }
 }
 
 static void *nest_range(void *arg)
@@ -1329,6 +1359,12 @@ static void *nest_range(void *arg)
     for (size_t i = np->lo; i < np->hi && stack; i++) {
         tl_event *e = &t->ev[i];
         count_event(&np->c, e);
+        if (e->cat == TL_CAT_STEP &&
+            (np->nsteps < np->cap_steps ||
+             tl_grow_array(&np->steps, &np->cap_steps, np->nsteps + 1, sizeof *np->steps) == 0))
+            np->steps[np->nsteps++] = (uint32_t)i;
+        else if (e->cat == TL_CAT_STEP)
+            np->failed = 1;
         if (e->track != cur_track) {
             cur_track = e->track;
             top = 0;
@@ -1392,20 +1428,36 @@ static int compute_nesting(tl_trace *t, finish_counts *c)
             }
             hi = a;
         }
-        np[k] = (nest_part){t, lo, hi, 0, {0, 0, INT64_MAX, INT64_MIN}};
+        np[k] = (nest_part){t, lo, hi, 0, FINISH_COUNTS_INIT, NULL, 0, 0};
         lo = hi;
     }
     tl_run_each(nest_range, np, sizeof *np, k);
-    *c = (finish_counts){0, 0, INT64_MAX, INT64_MIN};
+    *c = (finish_counts)FINISH_COUNTS_INIT;
+    size_t nsteps = 0;
+    int rc = 0;
     for (int j = 0; j < k; j++) {
-        if (np[j].failed)
-            return -1;
+        rc |= np[j].failed ? -1 : 0;
+        nsteps += np[j].nsteps;
         c->calls += np[j].c.calls;
         c->unnamed += np[j].c.unnamed;
         c->corr_lo = np[j].c.corr_lo < c->corr_lo ? np[j].c.corr_lo : c->corr_lo;
         c->corr_hi = np[j].c.corr_hi > c->corr_hi ? np[j].c.corr_hi : c->corr_hi;
+        c->span0 = np[j].c.span0 < c->span0 ? np[j].c.span0 : c->span0;
+        c->span1 = np[j].c.span1 > c->span1 ? np[j].c.span1 : c->span1;
     }
-    return 0;
+    /* the step spans in order: the ranges are in order */
+    free(t->step_at_);
+    t->step_at_ = NULL;
+    t->nstep_at_ = 0;
+    if (!rc && nsteps && !(t->step_at_ = malloc(nsteps * sizeof *t->step_at_)))
+        rc = -1;
+    for (int j = 0; j < k; j++) {
+        if (!rc && np[j].nsteps)
+            memcpy(t->step_at_ + t->nstep_at_, np[j].steps, np[j].nsteps * sizeof *np[j].steps);
+        t->nstep_at_ += rc ? 0 : np[j].nsteps;
+        free(np[j].steps);
+    }
+    return rc;
 }
 
 /* Map correlation id -> runtime/driver call, then link device work to it. Profilers hand out
@@ -1414,7 +1466,7 @@ static int compute_nesting(tl_trace *t, finish_counts *c)
  * NULL to count them here. */
 static int compute_links(tl_trace *t, const finish_counts *c)
 {
-    finish_counts own = {0, 0, INT64_MAX, INT64_MIN};
+    finish_counts own = FINISH_COUNTS_INIT;
     if (!c) {
         for (size_t i = 0; i < t->nev; i++)
             count_event(&own, &t->ev[i]);
@@ -1489,6 +1541,8 @@ int tl_trace_finish(tl_trace *t)
     finish_counts c;
     if (sort_events(t) != 0 || compute_nesting(t, &c) != 0 || compute_links(t, &c) != 0)
         return -1;
+    t->span0_ = c.span0 > c.span1 ? 0 : c.span0;
+    t->span1_ = c.span0 > c.span1 ? 0 : c.span1;
     /* a copy or memset without a name (a hand-made or damaged .tally) is named as PyTorch and
      * the export name it, so that the views and an export of the trace agree */
     for (size_t i = 0; i < t->nev && c.unnamed; i++) {
@@ -1501,6 +1555,7 @@ int tl_trace_finish(tl_trace *t)
     if (sort_mem(t) != 0)
         return -1;
     t->finished = 1;
+    t->finish_known_ = 1;
     return 0;
 }
 

@@ -351,6 +351,12 @@ typedef struct tl_trace {
         void (*drop)(void *);
         int state; /* 0 none, 1 being made, 2 made */
     } memo_[TL_MEMO_COUNT];
+    /* Known from tl_trace_finish until the trace changes (see tl_trace_memo): the span of the
+     * events and where the step spans are, which every view asks for */
+    int finish_known_;
+    int64_t span0_, span1_;
+    uint32_t *step_at_; /* the step spans' indices, in order */
+    size_t nstep_at_;
 } tl_trace;
 
 /* ---- large arrays ---------------------------------------------------------------------------
@@ -484,8 +490,12 @@ void tl_trace_memo_release(const tl_trace *t, int key);
 /* Recompute runtime<->device links after correlation ids changed (finished traces only). */
 int tl_trace_relink(tl_trace *t);
 
-/* Time covered by the trace: [t0, t1) over all events. */
+/* Time covered by the trace: [t0, t1) over all events but counters (0, 0 when none). Known
+ * without a pass over the events once the trace is finished. */
 void tl_trace_span(const tl_trace *t, int64_t *t0, int64_t *t1);
+/* The indices of the step spans (TL_CAT_STEP) in order, *n of them, when tl_trace_finish has
+ * listed them and nothing changed since; NULL otherwise (look at the events). */
+const uint32_t *tl_trace_step_spans(const tl_trace *t, size_t *n);
 
 /* ---------------------------------------------------------------------------------------------
  * Loading any supported file.

@@ -1,5 +1,6 @@
 /* test_model.c — the trace model: interning, ordering, nesting, correlation links, intervals. */
 #include "analysis/analysis.h"
+#include "analysis/steps.h"
 #include "span_fixture.h"
 #include "testlib.h"
 #include "trace/model.h"
@@ -362,6 +363,68 @@ TEST(finish_in_threads_is_the_same_order)
     tl_trace_free(&a);
 }
 
+/* tl_trace_finish lists what every view asks for: the span of the events (counters left out)
+ * and the step spans in order; the same as reading the events, which is what a changed trace
+ * falls back to. */
+TEST(finish_knows_the_span_and_the_steps)
+{
+    for (int threads = 1; threads <= 3; threads += 2) {
+        tl_trace t;
+        big_unsorted_trace(&t, threads);
+        uint32_t th = tl_trace_track(&t, TL_TRACK_THREAD, 1, 100, -1);
+        for (int k = 0; k < 7; k++) { /* steps, one of no duration (not a step), out of order */
+            tl_event *e = tl_trace_add(&t);
+            e->track = th;
+            e->ts = 1000 * (7 - k);
+            e->dur = k == 3 ? 0 : 900;
+            e->cat = TL_CAT_STEP;
+            e->value = 7 - k;
+        }
+        tl_event *c = tl_trace_add(&t); /* a counter far outside: not in the span */
+        c->track = th;
+        c->ts = INT64_C(1) << 50;
+        c->cat = TL_CAT_COUNTER;
+        CHECK_EQ_INT(tl_trace_finish(&t), 0);
+        int64_t a = INT64_MAX, b = INT64_MIN;
+        size_t nsteps = 0, n = 0, bad = 0;
+        for (size_t i = 0; i < t.nev; i++) {
+            const tl_event *e = &t.ev[i];
+            if (e->cat != TL_CAT_COUNTER) {
+                a = e->ts < a ? e->ts : a;
+                b = e->ts + e->dur > b ? e->ts + e->dur : b;
+            }
+            nsteps += e->cat == TL_CAT_STEP;
+        }
+        const uint32_t *at = tl_trace_step_spans(&t, &n);
+        CHECK(at != NULL);
+        CHECK_EQ_INT(n, nsteps);
+        CHECK_EQ_INT(n, 7);
+        for (size_t k = 0; at && k < n; k++)
+            bad += t.ev[at[k]].cat != TL_CAT_STEP || (k && at[k] <= at[k - 1]);
+        CHECK_EQ_INT(bad, 0);
+        int64_t t0, t1;
+        tl_trace_span(&t, &t0, &t1);
+        CHECK_EQ_INT(t0, a);
+        CHECK_EQ_INT(t1, b);
+        tl_steps known, read;
+        CHECK_EQ_INT(tl_steps_load(&t, &known), 0);
+        tl_trace_memo_drop(&t); /* as any change to the trace does */
+        CHECK(tl_trace_step_spans(&t, &n) == NULL);
+        tl_trace_span(&t, &t0, &t1);
+        CHECK_EQ_INT(t0, a);
+        CHECK_EQ_INT(t1, b);
+        CHECK_EQ_INT(tl_steps_load(&t, &read), 0);
+        CHECK_EQ_INT(known.n, 6);
+        CHECK_EQ_INT(read.n, known.n);
+        CHECK_EQ_INT(read.left_out, known.left_out);
+        CHECK_EQ_INT(read.total, known.total);
+        CHECK(known.n == read.n && memcmp(known.v, read.v, (size_t)known.n * sizeof *known.v) == 0);
+        tl_steps_free(&known);
+        tl_steps_free(&read);
+        tl_trace_free(&t);
+    }
+}
+
 /* tl_run_each runs every item once, the first in the caller, the others in threads that take
  * no signals (they may run inside a profiled program, whose handlers expect its own threads) */
 typedef struct each_item {
@@ -592,6 +655,7 @@ int main(void)
     RUN(prefault_makes_pages_ahead_of_the_writer);
     RUN(finish_in_threads_is_the_same_order);
     RUN(run_each_runs_every_item_once);
+    RUN(finish_knows_the_span_and_the_steps);
     RUN(finish_links_runtime_calls_to_device_work);
     RUN(a_step_is_the_outermost_of_equal_spans);
     RUN(a_shared_correlation_id_links_the_call_started_last);
