@@ -46,38 +46,34 @@ int tl_steps_load(const tl_trace *t, tl_steps *out)
      * finished) has its events read once for them. (Reading the events three times, as this
      * did, cost 0.2 ms per MB of JSON once they outgrow the cache.) */
     size_t spans = 0, cap = 0, n = 0;
-    uint32_t *at = NULL;
-    const uint32_t *known = tl_trace_step_spans(t, &spans); /* listed by tl_trace_finish */
-    if (known) {
-        if (!(at = malloc((spans ? spans : 1) * sizeof *at)))
-            return -1;
-        if (spans)
-            memcpy(at, known, spans * sizeof *at);
-        for (size_t k = 0; k < spans; k++)
-            n += is_step(&t->ev[at[k]]);
-    }
-    for (size_t i = 0; !known && i < t->nev; i++) {
+    uint32_t *own = NULL; /* the list read here, when finish's is not known */
+    const uint32_t *at = tl_trace_step_spans(t, &spans);
+    for (size_t k = 0; at && k < spans; k++)
+        n += is_step(&t->ev[at[k]]);
+    for (size_t i = 0; !at && i < t->nev; i++) {
         if (t->ev[i].cat != TL_CAT_STEP)
             continue;
         if (spans == cap) {
             cap = cap ? 2 * cap : 64;
-            uint32_t *na = realloc(at, cap * sizeof *na);
+            uint32_t *na = realloc(own, cap * sizeof *na);
             if (!na) {
-                free(at);
+                free(own);
                 return -1;
             }
-            at = na;
+            own = na;
         }
-        at[spans++] = (uint32_t)i;
+        own[spans++] = (uint32_t)i;
         n += is_step(&t->ev[i]);
     }
+    if (!at)
+        at = own;
     out->v = calloc(n ? n : 1, sizeof *out->v);
     if (!out->v) {
-        free(at);
+        free(own);
         return -1;
     }
     if (n == 0) {
-        free(at);
+        free(own);
         out->left_out = (int)spans;
         if (t->nev == 0)
             return 0;
@@ -92,7 +88,7 @@ int tl_steps_load(const tl_trace *t, tl_steps *out)
     if (t->nsteps_samples == spans) {
         nums = malloc(spans * sizeof *nums);
         if (!nums) {
-            free(at);
+            free(own);
             tl_steps_free(out);
             return -1;
         }
@@ -116,7 +112,7 @@ int tl_steps_load(const tl_trace *t, tl_steps *out)
             out->with_samples = 1;
     }
     free(nums);
-    free(at);
+    free(own);
     out->left_out = (int)(spans - n);
     qsort(out->v, n, sizeof *out->v, step_cmp);
     return 0;

@@ -17,7 +17,6 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -271,11 +270,7 @@ tl_inflate *tl_inflate_open(int fd, const char *name, tl_error *err)
     pthread_cond_init(&z->filled, NULL);
     pthread_cond_init(&z->emptied, NULL);
     /* the thread takes no signals: they are the program's (SIGINT ends the main thread's read) */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, &old);
-    int rc = pthread_create(&z->thread, NULL, producer, z);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    int rc = tl_thread_start(&z->thread, producer, z);
     if (rc != 0) {
         pthread_mutex_destroy(&z->lock);
         pthread_cond_destroy(&z->filled);

@@ -315,25 +315,28 @@ static void *prefault_main(void *arg)
     return NULL;
 }
 
-int tl_prefault_start(tl_prefault *pf, void *base, size_t len, size_t lead, int cores)
+int tl_thread_start(pthread_t *th, void *(*fn)(void *), void *arg)
+{
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    int rc = pthread_create(th, NULL, fn, arg);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rc;
+}
+
+void tl_prefault_start(tl_prefault *pf, void *base, size_t len, size_t lead, int cores)
 {
     memset(pf, 0, sizeof *pf);
     pf->base = base;
     pf->len = len;
     pf->lead = lead;
 #ifdef MADV_POPULATE_WRITE
-    if (base && cores > 1 && len >= 4 * PREFAULT_STEP) {
-        /* signals stay with the caller's threads */
-        sigset_t all, old;
-        sigfillset(&all);
-        pthread_sigmask(SIG_SETMASK, &all, &old);
-        pf->running = pthread_create(&pf->th, NULL, prefault_main, pf) == 0;
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
-    }
+    if (base && cores > 1 && len >= 4 * PREFAULT_STEP)
+        pf->running = tl_thread_start(&pf->th, prefault_main, pf) == 0;
 #else
     (void)cores;
 #endif
-    return 0;
 }
 
 void tl_prefault_stop(tl_prefault *pf)
@@ -350,13 +353,8 @@ void tl_run_each(void *(*fn)(void *), void *items, size_t size, int n)
     pthread_t th[64];
     int started[64] = {0};
     char *it = items;
-    /* signals stay with the caller's threads (this may run inside a profiled program) */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
     for (int k = 1; k < n; k++)
-        started[k] = k < 64 && pthread_create(&th[k], NULL, fn, it + (size_t)k * size) == 0;
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+        started[k] = k < 64 && tl_thread_start(&th[k], fn, it + (size_t)k * size) == 0;
     if (n > 0)
         fn(it);
     for (int k = 1; k < n; k++) {
@@ -829,6 +827,16 @@ tl_device *tl_trace_device(tl_trace *t, int32_t id)
     return d;
 }
 
+/* [*a, *b) widened to cover e (counters are no time) */
+static void span_add(int64_t *a, int64_t *b, const tl_event *e)
+{
+    if (e->cat == TL_CAT_COUNTER)
+        return;
+    int64_t end = tl_add_sat(e->ts, e->dur);
+    *a = e->ts < *a ? e->ts : *a;
+    *b = end > *b ? end : *b;
+}
+
 void tl_trace_span(const tl_trace *t, int64_t *t0, int64_t *t1)
 {
     if (t->finished && t->finish_known_) {
@@ -837,16 +845,8 @@ void tl_trace_span(const tl_trace *t, int64_t *t0, int64_t *t1)
         return;
     }
     int64_t a = INT64_MAX, b = INT64_MIN;
-    for (size_t i = 0; i < t->nev; i++) {
-        const tl_event *e = &t->ev[i];
-        if (e->cat == TL_CAT_COUNTER)
-            continue;
-        if (e->ts < a)
-            a = e->ts;
-        int64_t end = tl_add_sat(e->ts, e->dur);
-        if (end > b)
-            b = end;
-    }
+    for (size_t i = 0; i < t->nev; i++)
+        span_add(&a, &b, &t->ev[i]);
     if (a > b)
         a = b = 0;
     *t0 = a;
@@ -1134,7 +1134,7 @@ typedef struct track_sorts {
     const tl_event *ev;
     uint32_t *perm;
     const size_t *start, *runs;
-    const uint32_t *order; /* the tracks to sort, biggest first */
+    const uint64_t *order; /* the tracks to sort (low 32 bits), biggest first */
     size_t norder;
     _Atomic size_t next;
     _Atomic int failed;
@@ -1145,7 +1145,7 @@ static void *sort_tracks_main(void *arg)
     track_sorts *s = arg;
     uint32_t *tmp = NULL; /* the size of the first track taken: the biggest this thread gets */
     for (size_t k; !atomic_load(&s->failed) && (k = atomic_fetch_add(&s->next, 1)) < s->norder;) {
-        uint32_t tr = s->order[k];
+        uint32_t tr = (uint32_t)s->order[k];
         size_t c = s->start[tr + 1] - s->start[tr];
         if ((!tmp && !(tmp = tl_big_alloc(c * sizeof *tmp))) ||
             sort_track(s->ev, s->perm + s->start[tr], c, s->runs[tr] + 1, tmp) != 0)
@@ -1172,24 +1172,17 @@ static int sort_tracks(const tl_event *ev, uint32_t *perm, const size_t *start, 
     size_t norder = 0, total = 0;
     for (size_t tr = 0; tr < ntr; tr++)
         norder += runs[tr] != 0;
-    uint64_t *key = malloc((norder ? norder : 1) * sizeof *key);
-    uint32_t *order = malloc((norder ? norder : 1) * sizeof *order);
-    if (!key || !order) {
-        free(key);
-        free(order);
+    uint64_t *order = malloc((norder ? norder : 1) * sizeof *order);
+    if (!order)
         return -1;
-    }
     norder = 0;
     for (size_t tr = 0; tr < ntr; tr++)
         if (runs[tr]) { /* biggest first (a track holds fewer than 2^31 events), then by id */
             size_t c = start[tr + 1] - start[tr];
-            key[norder++] = ((uint64_t)(INT32_MAX - c) << 32) | tr;
+            order[norder++] = ((uint64_t)(INT32_MAX - c) << 32) | tr;
             total += c;
         }
-    qsort(key, norder, sizeof *key, cmp_u64);
-    for (size_t k = 0; k < norder; k++)
-        order[k] = (uint32_t)key[k];
-    free(key);
+    qsort(order, norder, sizeof *order, cmp_u64);
     track_sorts s = {ev, perm, start, runs, order, norder, 0, 0};
     /* threads only where there is enough to share: a track is not split */
     if (total < PERMUTE_WALK_MAX || norder < 2)
@@ -1233,40 +1226,26 @@ static int sort_events(tl_trace *t)
         return 0;
     if (n > UINT32_MAX)
         return -1;
-    /* the tracks the trace has (an event naming another, hand-made, is met while counting:
-     * then the arrays are made again for the largest track named) */
-    if (t->ntracks && t->ntracks - 1 > maxtr)
-        maxtr = t->ntracks - 1;
-    size_t ntr, *start = NULL, *pos = NULL, *last = NULL, *runs = NULL;
+    /* every event is on one of the trace's tracks (the views index t->tracks by it); one that
+     * is not fails the finish */
+    size_t ntr = (size_t)(t->ntracks > maxtr ? t->ntracks : maxtr + 1);
+    size_t *start = calloc(ntr + 1, sizeof *start); /* count, then the track's first slot */
+    size_t *pos = malloc(ntr * sizeof *pos);        /* where the track's next index goes */
+    size_t *last = malloc(ntr * sizeof *last);      /* the track's previous event, or SIZE_MAX */
+    size_t *runs = calloc(ntr, sizeof *runs);       /* runs in order, minus one */
     uint32_t *perm = tl_big_alloc(n * sizeof *perm);
     int rc = -1;
-    for (;;) {
-        ntr = (size_t)maxtr + 1;
-        start = calloc(ntr + 1, sizeof *start); /* count, then the track's first slot */
-        pos = malloc(ntr * sizeof *pos);        /* where the track's next index goes */
-        last = malloc(ntr * sizeof *last);      /* the track's previous event, or SIZE_MAX */
-        runs = calloc(ntr, sizeof *runs);       /* runs in order, minus one */
-        if (!start || !pos || !last || !runs || !perm)
+    if (!start || !pos || !last || !runs || !perm)
+        goto done;
+    memset(last, 0xff, ntr * sizeof *last);
+    for (size_t i = 0; i < n; i++) {
+        uint32_t tr = ev[i].track;
+        if (tr >= ntr)
             goto done;
-        memset(last, 0xff, ntr * sizeof *last);
-        size_t i = 0;
-        for (; i < n; i++) {
-            uint32_t tr = ev[i].track;
-            if (tr >= ntr)
-                break;
-            start[tr]++;
-            if (last[tr] != SIZE_MAX && !ev_before(&ev[last[tr]], last[tr], &ev[i], i))
-                runs[tr]++;
-            last[tr] = i;
-        }
-        if (i == n)
-            break;
-        for (; i < n; i++)
-            maxtr = ev[i].track > maxtr ? ev[i].track : maxtr;
-        free(start);
-        free(pos);
-        free(last);
-        free(runs);
+        start[tr]++;
+        if (last[tr] != SIZE_MAX && !ev_before(&ev[last[tr]], last[tr], &ev[i], i))
+            runs[tr]++;
+        last[tr] = i;
     }
     size_t maxseg = 0;
     for (size_t tr = 0, at = 0; tr <= ntr; tr++) {
@@ -1305,7 +1284,6 @@ static int nests(const tl_event *e)
            !(e->flags & TL_EV_ASYNC);
 }
 
-/* The nesting of the events [lo, hi), whole tracks (see compute_nesting) */
 /* What tl_trace_finish's later steps need to know, counted on the way: the runtime and driver
  * calls with a correlation id (how many, the ids' range) and the copies without a name */
 typedef struct finish_counts {
@@ -1319,6 +1297,7 @@ typedef struct finish_counts {
         0, 0, INT64_MAX, INT64_MIN, INT64_MAX, INT64_MIN                                           \
     }
 
+/* The nesting of the events [lo, hi), whole tracks (see compute_nesting), and their counts */
 typedef struct nest_part {
     tl_trace *t;
     size_t lo, hi;
@@ -1341,11 +1320,7 @@ static void count_event(finish_counts *c, const tl_event *e)
         c->corr_hi = e->corr > c->corr_hi ? e->corr : c->corr_hi;
     }
     c->unnamed += !e->name && (e->cat == TL_CAT_MEMCPY || e->cat == TL_CAT_MEMSET);
-    if (e->cat != TL_CAT_COUNTER) {
-        int64_t end = tl_add_sat(e->ts, e->dur);
-        c->span0 = e->ts < c->span0 ? e->ts : c->span0;
-        c->span1 = end > c->span1 ? end : c->span1;
-    }
+    span_add(&c->span0, &c->span1, e);
 }
 
 static void *nest_range(void *arg)
@@ -1359,12 +1334,13 @@ static void *nest_range(void *arg)
     for (size_t i = np->lo; i < np->hi && stack; i++) {
         tl_event *e = &t->ev[i];
         count_event(&np->c, e);
-        if (e->cat == TL_CAT_STEP &&
-            (np->nsteps < np->cap_steps ||
-             tl_grow_array(&np->steps, &np->cap_steps, np->nsteps + 1, sizeof *np->steps) == 0))
+        if (e->cat == TL_CAT_STEP) {
+            if (tl_grow_array(&np->steps, &np->cap_steps, np->nsteps + 1, sizeof *np->steps)) {
+                np->failed = 1;
+                break;
+            }
             np->steps[np->nsteps++] = (uint32_t)i;
-        else if (e->cat == TL_CAT_STEP)
-            np->failed = 1;
+        }
         if (e->track != cur_track) {
             cur_track = e->track;
             top = 0;

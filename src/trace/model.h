@@ -386,8 +386,8 @@ typedef struct tl_prefault {
 } tl_prefault;
 
 /* Start populating [base, base + len) on another thread, lead bytes ahead of the writer, when
- * cores > 1 and len is worth it; returns 0 either way (the writer goes on alone). */
-int tl_prefault_start(tl_prefault *pf, void *base, size_t len, size_t lead, int cores);
+ * cores > 1 and len is worth it (else the writer goes on alone). */
+void tl_prefault_start(tl_prefault *pf, void *base, size_t len, size_t lead, int cores);
 /* The writer has written up to byte reached (cheap: call it often) */
 static inline void tl_prefault_reached(tl_prefault *pf, size_t reached)
 {
@@ -395,6 +395,10 @@ static inline void tl_prefault_reached(tl_prefault *pf, size_t reached)
 }
 /* Stop the thread and wait for it. */
 void tl_prefault_stop(tl_prefault *pf);
+
+/* pthread_create(th, NULL, fn, arg) with every signal blocked in the new thread: tally's
+ * threads can run inside a profiled program, whose signals are its own threads'. */
+int tl_thread_start(pthread_t *th, void *(*fn)(void *), void *arg);
 
 /* Run fn on each of the n items (size bytes apart from items): items 1.. in threads of their
  * own (all signals blocked in them), item 0 in the caller; an item whose thread cannot be made
