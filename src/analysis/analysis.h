@@ -93,6 +93,9 @@ typedef struct tl_view_opts {
     int window_all;  /* GPU views (--window all): the whole file instead of the steps */
     int linked_only; /* GPU views (--linked-only): only device work whose launching runtime call
                       * (the call with the same correlation id) is in the file */
+    int made_rows;   /* the caller reads the tables only through tl_out and tl_table_cell (the
+                      * report writer): a view with a row per name may return a table whose rows
+                      * are made as they are written (tl_table_new_rows), not held as cells */
 } tl_view_opts;
 
 /* ---- which device work a GPU view counts: --window and --linked-only --------------------- */

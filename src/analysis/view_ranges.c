@@ -43,6 +43,43 @@ static int agg_by_first(const void *a, const void *b)
     return (x->name > y->name) - (x->name < y->name);
 }
 
+/* Row r of the table (off: the column shift without the Thread column). */
+static void put_row(tl_table *tab, int r, int off, const tl_trace *t, const agg *a, int64_t wtotal)
+{
+    /* the trace's own string: the table is freed before the trace */
+    tl_table_str_ref(tab, r, R_NAME + off, tl_str(&t->strings, a->name));
+    tl_table_int(tab, r, R_CALLS + off, a->calls);
+    tl_table_time(tab, r, R_TOTAL + off, a->total);
+    tl_table_time(tab, r, R_SELF + off, a->self);
+    tl_table_time(tab, r, R_AVG + off, a->total / a->calls);
+    tl_table_time(tab, r, R_MAX + off, a->max);
+    tl_table_time(tab, r, R_MIN + off, a->min);
+    tl_table_pct(tab, r, R_RATIO + off,
+                 wtotal > 0 ? 100.0 * (double)a->total / (double)wtotal : 0.0);
+}
+
+/* A table of made rows (o->made_rows, one group): the aggregates are the rows, made as they
+ * are written; a million names are held as a million aggs, not as their cells as well. */
+typedef struct made {
+    const tl_trace *t;
+    agg *ag;
+    int64_t wtotal;
+} made;
+
+static void made_fill(const void *ctx, int row, tl_table *one)
+{
+    const made *m = ctx;
+    put_row(one, 0, -R_NAME, m->t, &m->ag[row], m->wtotal);
+}
+
+static void made_free(void *ctx)
+{
+    made *m = ctx;
+    if (m)
+        free(m->ag);
+    free(m);
+}
+
 tl_table *tl_view_ranges(const tl_trace *t, const tl_view_opts *o, tl_error *err)
 {
     int sep = o && o->thread_sep;
@@ -54,14 +91,17 @@ tl_table *tl_view_ranges(const tl_trace *t, const tl_view_opts *o, tl_error *err
     }
     tl_steps_window(&steps, &w);
     tl_steps_free(&steps);
-    /* Without thread_sep the Thread column is left out: columns from R_NAME on. */
-    tl_table *tab = tl_table_new("UserDefined Summary", "ranges", sep ? cols : cols + R_NAME,
-                                 sep ? R_NCOLS : R_NCOLS - R_NAME);
+    int lazy = !sep && o && o->made_rows;
+    /* Without thread_sep the Thread column is left out: columns from R_NAME on. A table of made
+     * rows is made once the aggregates are (below). */
+    tl_table *tab = lazy ? NULL
+                         : tl_table_new("UserDefined Summary", "ranges", sep ? cols : cols + R_NAME,
+                                        sep ? R_NCOLS : R_NCOLS - R_NAME);
     int64_t *self = tl_big_alloc(t->nev * sizeof *self);
     int32_t *slot = malloc((t->strings.count ? t->strings.count : 1) * sizeof *slot);
     agg *ag = NULL;
     size_t nag = 0, cap = 0;
-    if (!tab || !self || !slot)
+    if ((!tab && !lazy) || !self || !slot)
         goto oom;
     tl_self_times(t, self);
     for (uint32_t s = 0; s < t->strings.count; s++)
@@ -108,6 +148,28 @@ tl_table *tl_view_ranges(const tl_trace *t, const tl_view_opts *o, tl_error *err
                 a->first = e->ts;
             nranges++;
         }
+        if (lazy) { /* one group: the aggregates in order of their first start are the rows */
+            free(self);
+            free(slot);
+            self = NULL;
+            slot = NULL;
+            if (nag > 1)
+                qsort(ag, nag, sizeof *ag, agg_by_first);
+            made *m = malloc(sizeof *m);
+            if (!m || nag > INT_MAX) {
+                free(m);
+                goto oom;
+            }
+            *m = (made){t, ag, w.total};
+            ag = NULL; /* the table's now */
+            tab = tl_table_new_rows("UserDefined Summary", "ranges", cols + R_NAME,
+                                    R_NCOLS - R_NAME, (int)nag, made_fill, m, made_free);
+            if (!tab)
+                goto oom;
+            if (tl_view_sort(tab, o, "total_us", 0, err) != 0)
+                goto fail;
+            break;
+        }
         int from = tab->nrows;
         const tl_track *tr = t->ev[i].track < t->ntracks ? &t->tracks[t->ev[i].track] : NULL;
         if (nag > (size_t)(INT_MAX - from) || tl_table_reserve(tab, from + (int)nag) != 0)
@@ -131,16 +193,7 @@ tl_table *tl_view_ranges(const tl_trace *t, const tl_view_opts *o, tl_error *err
                 goto oom;
             if (sep && tr)
                 tl_table_int(tab, r, R_THREAD + off, tr->tid);
-            /* the trace's own string: the table is freed before the trace */
-            tl_table_str_ref(tab, r, R_NAME + off, tl_str(&t->strings, ag[k].name));
-            tl_table_int(tab, r, R_CALLS + off, ag[k].calls);
-            tl_table_time(tab, r, R_TOTAL + off, ag[k].total);
-            tl_table_time(tab, r, R_SELF + off, ag[k].self);
-            tl_table_time(tab, r, R_AVG + off, ag[k].total / ag[k].calls);
-            tl_table_time(tab, r, R_MAX + off, ag[k].max);
-            tl_table_time(tab, r, R_MIN + off, ag[k].min);
-            tl_table_pct(tab, r, R_RATIO + off,
-                         w.total > 0 ? 100.0 * (double)ag[k].total / (double)w.total : 0.0);
+            put_row(tab, r, off, t, &ag[k], w.total);
             slot[ag[k].name] = -1; /* for the next group (thread_sep) */
             if (k % 65536 == 0 && k > 0) {
                 agg *na = realloc(ag, k * sizeof *na);
@@ -154,6 +207,9 @@ tl_table *tl_view_ranges(const tl_trace *t, const tl_view_opts *o, tl_error *err
             goto fail;
         i = end;
     }
+    if (!tab && !(tab = tl_table_new("UserDefined Summary", "ranges", cols + R_NAME,
+                                     R_NCOLS - R_NAME))) /* made rows, of a trace of no events */
+        goto oom;
     if (!nranges)
         tl_table_note(tab, "No user-defined ranges in this trace.");
     else

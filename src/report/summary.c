@@ -389,6 +389,7 @@ static tl_view_opts view_opts(const tl_view_def *d, const tl_report_opts *o)
     tl_view_opts vo = o->vo;
     vo.series = o->fmt != TL_FMT_TEXT; /* memory: the whole timeline in csv and json */
     vo.brief |= o->summary;
+    vo.made_rows = 1; /* tables go only to tl_out */
     if (!d->sortable) {
         vo.sort = NULL;
         vo.ascending = 0;

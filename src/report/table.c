@@ -190,10 +190,27 @@ void tl_table_free(tl_table *t)
     }
 }
 
+/* A table of made rows (tl_table_new_rows): the view's own rows, and the one made last. */
+struct tl_rows {
+    tl_row_fill fill;
+    void *ctx;
+    void (*ctx_free)(void *);
+    int *order;    /* row r is the view's row order[r] (after a sort); NULL: row r */
+    tl_table *one; /* the row made last, as row 0 of a table of the same columns */
+    int made;      /* the row `one` holds; -1: none */
+};
+
 static void table_free_one(tl_table *t)
 {
-    for (int r = 0; r < t->nrows; r++)
+    for (int r = 0; !t->rows && r < t->nrows; r++)
         free_row(t, r);
+    if (t->rows) {
+        tl_table_free(t->rows->one);
+        free(t->rows->order);
+        if (t->rows->ctx_free)
+            t->rows->ctx_free(t->rows->ctx);
+        free(t->rows);
+    }
     free(t->cells);
     if (t->cols) {
         for (int c = 0; c < t->ncols; c++) {
@@ -210,9 +227,33 @@ static void table_free_one(tl_table *t)
     free(t);
 }
 
+tl_table *tl_table_new_rows(const char *title, const char *key, const tl_col *cols, int ncols,
+                            int nrows, tl_row_fill fill, void *ctx, void (*ctx_free)(void *))
+{
+    tl_table *t = nrows >= 0 && fill ? tl_table_new(title, key, cols, ncols) : NULL;
+    struct tl_rows *R = t ? calloc(1, sizeof *R) : NULL;
+    tl_table *one = R ? tl_table_new(title, key, cols, ncols) : NULL;
+    if (!one || tl_table_add_row(one) != 0) {
+        tl_table_free(one);
+        free(R);
+        tl_table_free(t);
+        if (ctx_free)
+            ctx_free(ctx);
+        return NULL;
+    }
+    R->fill = fill;
+    R->ctx = ctx;
+    R->ctx_free = ctx_free;
+    R->one = one;
+    R->made = -1;
+    t->rows = R;
+    t->nrows = nrows;
+    return t;
+}
+
 int tl_table_reserve(tl_table *t, int nrows)
 {
-    if (!t || nrows < 0)
+    if (!t || nrows < 0 || t->rows)
         return -1;
     if (nrows <= t->cap_rows)
         return 0;
@@ -227,7 +268,7 @@ int tl_table_reserve(tl_table *t, int nrows)
 
 int tl_table_add_row(tl_table *t)
 {
-    if (!t)
+    if (!t || t->rows)
         return -1;
     if (t->nrows == t->cap_rows &&
         (t->cap_rows > INT_MAX / 2 || tl_table_reserve(t, t->cap_rows ? t->cap_rows * 2 : 16) != 0))
@@ -240,7 +281,7 @@ int tl_table_add_row(tl_table *t)
 
 static tl_cell *cell_at(tl_table *t, int row, int col)
 {
-    if (!t || row < 0 || row >= t->nrows || col < 0 || col >= t->ncols)
+    if (!t || t->rows || row < 0 || row >= t->nrows || col < 0 || col >= t->ncols)
         return NULL;
     return &t->cells[(size_t)row * t->ncols + col];
 }
@@ -257,9 +298,32 @@ static tl_cell *str_cell_at(tl_table *t, int row, int col)
     return c;
 }
 
+/* Row `row` of a table of made rows, made into R->one unless it holds it already. */
+static const tl_cell *made_cell(const tl_table *t, int row, int col)
+{
+    struct tl_rows *R = t->rows;
+    if (R->made != row) {
+        free_row(R->one, 0);
+        memset(R->one->cells, 0, (size_t)t->ncols * sizeof *R->one->cells);
+        R->fill(R->ctx, R->order ? R->order[row] : row, R->one);
+        R->made = row;
+    }
+    return &R->one->cells[col];
+}
+
 static const tl_cell *ccell_at(const tl_table *t, int row, int col)
 {
+    if (t->rows)
+        return made_cell(t, row, col);
     return &t->cells[(size_t)row * t->ncols + col];
+}
+
+const tl_cell *tl_table_cell(const tl_table *t, int row, int col)
+{
+    static const tl_cell none;
+    if (!t || row < 0 || row >= t->nrows || col < 0 || col >= t->ncols)
+        return &none;
+    return ccell_at(t, row, col);
 }
 
 /* Empty a string cell before it takes a new string. */
@@ -397,12 +461,15 @@ static int cmp_cells(const tl_cell *a, const tl_cell *b, tl_coltype ty)
 typedef struct sort_ctx {
     const tl_table *t;
     int col, desc;
+    const tl_cell *keys; /* a table of made rows: row from + i's key cell is keys[i] */
+    int from;
 } sort_ctx;
 
 /* Negative when row a goes before row b. Empty cells go last in either direction. */
 static int row_before(const sort_ctx *x, int a, int b)
 {
-    const tl_cell *ca = ccell_at(x->t, a, x->col), *cb = ccell_at(x->t, b, x->col);
+    const tl_cell *ca = x->keys ? &x->keys[a - x->from] : ccell_at(x->t, a, x->col);
+    const tl_cell *cb = x->keys ? &x->keys[b - x->from] : ccell_at(x->t, b, x->col);
     if (!ca->set || !cb->set)
         return ca->set ? -1 : cb->set ? 1 : 0;
     tl_coltype ty = x->t->cols[x->col].type;
@@ -430,6 +497,48 @@ static void merge_sort(const sort_ctx *x, int *v, int *tmp, int n)
     memcpy(v, tmp, (size_t)n * sizeof *v);
 }
 
+/* tl_table_sort of a table of made rows: the key cells of rows [from, from + n) are made once
+ * (a string the row owns is copied: the next row made frees it), the same merge sort orders
+ * them, and the rows' order takes the result; no row is held as cells. */
+static void sort_made(tl_table *t, int col, int desc, int from, int n)
+{
+    struct tl_rows *R = t->rows;
+    int str = t->cols[col].type == TL_COL_STR;
+    tl_cell *keys = calloc((size_t)n, sizeof *keys);
+    int *idx = malloc((size_t)n * sizeof *idx);
+    int *tmp = malloc((size_t)n * sizeof *tmp);
+    int *order = R->order ? R->order : malloc((size_t)t->nrows * sizeof *order);
+    if (!keys || !idx || !tmp || !order)
+        goto out;
+    if (!R->order)
+        for (int i = 0; i < t->nrows; i++)
+            order[i] = i;
+    R->order = order;
+    for (int i = 0; i < n; i++) {
+        const tl_cell *c = made_cell(t, from + i, col);
+        keys[i] = *c;
+        if (str && c->set && !c->borrowed)
+            keys[i].s = xstrdup(c->s); /* NULL when out of memory: compares as "" */
+        keys[i].borrowed = str && c->borrowed;
+        idx[i] = from + i;
+    }
+    sort_ctx x = {t, col, desc, keys, from};
+    merge_sort(&x, idx, tmp, n);
+    for (int i = 0; i < n; i++)
+        tmp[i] = order[idx[i]];
+    memcpy(order + from, tmp, (size_t)n * sizeof *tmp);
+    R->made = -1;
+out:
+    if (!R->order)
+        free(order);
+    for (int i = 0; keys && str && i < n; i++)
+        if (!keys[i].borrowed)
+            free(keys[i].s);
+    free(keys);
+    free(idx);
+    free(tmp);
+}
+
 void tl_table_sort(tl_table *t, int col, int desc, int from)
 {
     if (!t || col < 0 || col >= t->ncols || t->ncols == 0)
@@ -439,6 +548,10 @@ void tl_table_sort(tl_table *t, int col, int desc, int from)
     int n = t->nrows - from;
     if (n < 2)
         return;
+    if (t->rows) {
+        sort_made(t, col, desc, from, n);
+        return;
+    }
     int *idx = malloc((size_t)n * sizeof *idx);
     int *tmp = malloc((size_t)n * sizeof *tmp);
     tl_cell *held = malloc((size_t)t->ncols * sizeof *held);
@@ -446,7 +559,7 @@ void tl_table_sort(tl_table *t, int col, int desc, int from)
         goto out;
     for (int i = 0; i < n; i++)
         idx[i] = from + i;
-    sort_ctx x = {t, col, desc};
+    sort_ctx x = {t, col, desc, NULL, 0};
     merge_sort(&x, idx, tmp, n);
     /* Row from + i takes row idx[i]: the permutation is applied in place, a cycle at a time,
      * holding one row aside (a copy of every row would double the table's memory). */
@@ -509,7 +622,7 @@ void tl_table_truncate(tl_table *t, int n)
 {
     if (!t || n < 0 || n >= t->nrows)
         return;
-    for (int r = n; r < t->nrows; r++)
+    for (int r = n; !t->rows && r < t->nrows; r++)
         free_row(t, r);
     t->nrows = n;
 }
@@ -655,15 +768,22 @@ static void fmt_number_cell(char *buf, size_t n, const tl_cell *c, tl_coltype ty
     }
 }
 
-/* Does column c hold any indented text? Then csv/json carry an extra "<key>_level" field. */
-static int col_has_indent(const tl_table *t, int c)
+/* Which columns hold indented text (lvl[c] = 1)? Those carry an extra "<key>_level" field in
+ * csv and json. One pass over the rows, a row at a time (a table of made rows makes each row
+ * once). */
+static void indent_cols(const tl_table *t, int *lvl)
 {
-    if (t->cols[c].type != TL_COL_STR)
-        return 0;
-    for (int r = 0; r < t->nrows; r++)
-        if (ccell_at(t, r, c)->indent > 0)
-            return 1;
-    return 0;
+    int left = 0;
+    for (int c = 0; c < t->ncols; c++) {
+        lvl[c] = 0;
+        left += t->cols[c].type == TL_COL_STR;
+    }
+    for (int r = 0; r < t->nrows && left > 0; r++)
+        for (int c = 0; c < t->ncols; c++)
+            if (t->cols[c].type == TL_COL_STR && !lvl[c] && ccell_at(t, r, c)->indent > 0) {
+                lvl[c] = 1;
+                left--;
+            }
 }
 
 /* ---- text -------------------------------------------------------------------------------- */
@@ -765,12 +885,18 @@ static void text_table(tl_out *o, const tl_table *t)
     }
     /* A column no row fills (GPU columns of a CPU-only trace) is left out of the text; csv and
      * json keep it, empty, so that scripts see the same fields for every trace. */
+    int hidden = 0; /* columns no row seen so far fills; a row at a time (see indent_cols) */
     for (int c = 0; c < nc; c++) {
         w[c] = disp_width(t->cols[c].title);
         show[c] = nr == 0;
-        for (int r = 0; r < nr && !show[c]; r++)
-            show[c] = ccell_at(t, r, c)->set != 0;
+        hidden += !show[c];
     }
+    for (int r = 0; r < nr && hidden > 0; r++)
+        for (int c = 0; c < nc; c++)
+            if (!show[c] && ccell_at(t, r, c)->set) {
+                show[c] = 1;
+                hidden--;
+            }
     char buf[552];
     for (int r = 0; r < nr; r++) {
         for (int c = 0; c < nc; c++) {
@@ -950,8 +1076,10 @@ static void csv_table(tl_out *o, const tl_table *t)
     unique_key(o, t, key, sizeof key);
     int *lvl = calloc(t->ncols ? (size_t)t->ncols : 1, sizeof *lvl);
     int n = 0;
+    if (lvl)
+        indent_cols(t, lvl);
     for (int c = 0; lvl && c < t->ncols; c++)
-        n += 1 + (lvl[c] = col_has_indent(t, c));
+        n += 1 + lvl[c];
     int *map = calloc(n ? (size_t)n : 1, sizeof *map);
     char *nbuf = malloc((n ? (size_t)n : 1) * 128); /* each field's number text */
     h->view = xstrdup(key);
@@ -1179,9 +1307,9 @@ static void json_table(tl_out *o, const tl_table *t)
     json_str(f, t->title);
     fputs(",\n    \"columns\": [", f);
     int *lvl = calloc(t->ncols ? (size_t)t->ncols : 1, sizeof *lvl);
+    if (lvl)
+        indent_cols(t, lvl);
     for (int c = 0; c < t->ncols; c++) {
-        if (lvl)
-            lvl[c] = col_has_indent(t, c);
         fputs(c ? ", {\"key\": " : "{\"key\": ", f);
         json_str(f, t->cols[c].key);
         fputs(", \"title\": ", f);

@@ -53,10 +53,27 @@ typedef struct tl_table {
     int nnotes;
     struct tl_table *next; /* a view may return several tables as a chain; tl_table_free frees
                               the whole chain, tl_out_table writes one table */
+    struct tl_rows *rows;  /* a table of rows made when read (tl_table_new_rows), else NULL */
 } tl_table;
 
 tl_table *tl_table_new(const char *title, const char *key, const tl_col *cols, int ncols);
 void tl_table_free(tl_table *t);
+/* A table whose rows are made as they are read instead of held as cells: a view with a row
+ * per distinct name (a million of them) keeps its rows in its own compact form and fill makes
+ * one row when a renderer or a sort asks for it, writing it with the setters below into row 0
+ * of `one` (a table of the same columns, its row emptied before each call). fill must give the
+ * same cells each time it is called for a row. The table owns ctx (ctx_free frees it, may be
+ * NULL). Its cells are read only through tl_table_cell (renderers and sorts do); rows cannot be
+ * added or set, and t->cells is NULL. tl_table_sort and tl_table_truncate order and cut it as
+ * any other (an index of its rows, 4 bytes a row). NULL when out of memory (ctx is then freed
+ * too). */
+typedef void (*tl_row_fill)(const void *ctx, int row, struct tl_table *one);
+tl_table *tl_table_new_rows(const char *title, const char *key, const tl_col *cols, int ncols,
+                            int nrows, tl_row_fill fill, void *ctx, void (*ctx_free)(void *));
+/* Cell (row, col) of any table; for a table of made rows, valid until the next call on the
+ * table. */
+const tl_cell *tl_table_cell(const tl_table *t, int row, int col);
+
 /* Append an empty row, return its index. */
 int tl_table_add_row(tl_table *t);
 /* Make room for nrows rows in all (a view that knows its row count: no doubling, no slack);

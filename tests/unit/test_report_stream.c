@@ -16,19 +16,6 @@ static const tl_col cols[] = {
     {"Calls", "calls", TL_COL_INT, 0},
 };
 
-static char *render(const tl_table *t, tl_format fmt)
-{
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    tl_out o;
-    tl_out_begin(&o, f, fmt, TL_UNIT_AUTO);
-    tl_out_table(&o, t);
-    tl_out_end(&o);
-    fclose(f);
-    return buf;
-}
-
 TEST(borrowed_cells_render_sort_and_are_not_freed)
 {
     /* a stack buffer: freeing it (ASan: bad-free) or copying it (then changing it would not
@@ -49,7 +36,8 @@ TEST(borrowed_cells_render_sort_and_are_not_freed)
     CHECK(t->cells[0].s == name_a && t->cells[2].s == name_b); /* the pointer moved with it */
     CHECK_EQ_INT(t->cells[1].i, 1);
     name_a[0] = 'A'; /* the table shows the string as it is now */
-    char *txt = render(t, TL_FMT_TEXT), *csv = render(t, TL_FMT_CSV), *js = render(t, TL_FMT_JSON);
+    char *txt = fx_render(t, TL_FMT_TEXT), *csv = fx_render(t, TL_FMT_CSV),
+         *js = fx_render(t, TL_FMT_JSON);
     CHECK(txt && strstr(txt, "Alpha") && strstr(txt, "bravo") && strstr(txt, "charlie"));
     CHECK(csv && strstr(csv, "name,calls\nAlpha,1\nbravo,2\ncharlie,3\n"));
     CHECK(js && json_valid(js) && strstr(js, "\"Alpha\""));

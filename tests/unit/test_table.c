@@ -6,6 +6,7 @@
 #include "json_check.h"
 #include "testlib.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 /* ---- helpers ------------------------------------------------------------------------------ */
@@ -390,6 +391,112 @@ TEST(chain_is_freed)
     CHECK(1);
 }
 
+/* ---- tables of made rows ---------------------------------------------------------------- */
+
+/* A row per index: names (owned and borrowed, equal and different, one indented), times with
+ * ties, empty cells, a NaN: every case the sort and the renderers distinguish. */
+enum { MADE_N = 203 };
+
+static void put_made(tl_table *t, int r, int i)
+{
+    static const char *names[] = {"gamma", "Alpha", "beta", "alpha", "delta"};
+    if (i % 3 == 0)
+        tl_table_strf(t, r, 0, "%s-%d", names[i % 5], i % 7);
+    else
+        tl_table_str_ref(t, r, 0, names[i % 5]);
+    if (i % 11 == 4)
+        tl_table_indent(t, r, 0, 1 + i % 2);
+    tl_table_int(t, r, 1, i % 13);
+    if (i % 17)
+        tl_table_time(t, r, 2, (int64_t)(i % 9) * 1500);
+    tl_table_pct(t, r, 3, i % 23 == 5 ? NAN : (double)(i % 10) * 2.5);
+    if (i % 4)
+        tl_table_bytes(t, r, 4, (int64_t)i << 12);
+    tl_table_float(t, r, 5, (double)(i % 6) / 4);
+}
+
+static void fill_made(const void *ctx, int row, tl_table *one)
+{
+    (void)ctx;
+    put_made(one, 0, row);
+}
+
+static int made_freed;
+static void free_made(void *ctx)
+{
+    made_freed++;
+    free(ctx);
+}
+
+static tl_table *made_pair(tl_table **held)
+{
+    *held = tl_table_new("Made", "made", demo_cols, 6);
+    for (int i = 0; i < MADE_N; i++)
+        put_made(*held, tl_table_add_row(*held), i);
+    tl_table_note(*held, "a note");
+    tl_table *m =
+        tl_table_new_rows("Made", "made", demo_cols, 6, MADE_N, fill_made, malloc(1), free_made);
+    tl_table_note(m, "a note");
+    return m;
+}
+
+/* A table of made rows writes, sorts and cuts exactly as the same rows held as cells. */
+TEST(made_rows_render_sort_and_cut_as_held_rows)
+{
+    const tl_format fmts[] = {TL_FMT_TEXT, TL_FMT_CSV, TL_FMT_JSON};
+    tl_table *held, *made = made_pair(&held);
+    CHECK(made && made->rows && !made->cells);
+    CHECK_EQ_INT(made->nrows, MADE_N);
+    for (int f = 0; f < 3; f++) {
+        char *a = render(held, fmts[f], TL_UNIT_AUTO), *b = render(made, fmts[f], TL_UNIT_AUTO);
+        CHECK(a && b && strcmp(a, b) == 0);
+        free(a);
+        free(b);
+    }
+    /* every column, both ways, from 0 and from a later row; then sorted again (an order on an
+     * order) and cut */
+    for (int col = 0; col < 6; col++)
+        for (int desc = 0; desc < 2; desc++)
+            for (int from = 0; from <= 50; from += 50) {
+                tl_table *h2, *m2 = made_pair(&h2);
+                tl_table_sort(h2, col, desc, from);
+                tl_table_sort(m2, col, desc, from);
+                tl_table_sort(h2, (col + 2) % 6, !desc, from + 7);
+                tl_table_sort(m2, (col + 2) % 6, !desc, from + 7);
+                tl_table_truncate(h2, 150 - col);
+                tl_table_truncate(m2, 150 - col);
+                CHECK_EQ_INT(m2->nrows, h2->nrows);
+                for (int f = 0; f < 3; f++) {
+                    char *a = render(h2, fmts[f], TL_UNIT_US), *b = render(m2, fmts[f], TL_UNIT_US);
+                    CHECK(a && b && strcmp(a, b) == 0);
+                    free(a);
+                    free(b);
+                }
+                for (int r = 0; r < m2->nrows; r += 37) /* the accessor, on both kinds */
+                    for (int c = 0; c < 6; c++) {
+                        const tl_cell *x = tl_table_cell(h2, r, c), *y = tl_table_cell(m2, r, c);
+                        CHECK(x->set == y->set && x->indent == y->indent);
+                        if (c == 0)
+                            CHECK(x->set && strcmp(x->s, y->s) == 0);
+                    }
+                tl_table_free(h2);
+                tl_table_free(m2);
+            }
+    /* rows cannot be added or set; out of range reads an empty cell */
+    CHECK(tl_table_add_row(made) < 0);
+    CHECK(tl_table_reserve(made, MADE_N + 10) < 0);
+    tl_table_int(made, 0, 1, 999);
+    CHECK_EQ_INT(tl_table_cell(made, 0, 1)->i, 0);
+    CHECK(!tl_table_cell(made, MADE_N, 0)->set && !tl_table_cell(made, 0, 6)->set);
+    made_freed = 0;
+    tl_table_free(made);
+    tl_table_free(held);
+    CHECK_EQ_INT(made_freed, 1); /* the view's rows are freed with the table */
+    /* no fill: no table, and the rows are freed all the same */
+    CHECK(!tl_table_new_rows("x", "x", demo_cols, 6, 3, NULL, malloc(1), free_made));
+    CHECK_EQ_INT(made_freed, 2);
+}
+
 int main(void)
 {
     RUN(time_format_auto_scales_like_pytorch);
@@ -405,5 +512,6 @@ int main(void)
     RUN(find_col_by_key_title_or_base);
     RUN(empty_column_left_out_of_text_only);
     RUN(chain_is_freed);
+    RUN(made_rows_render_sort_and_cut_as_held_rows);
     return test_summary();
 }

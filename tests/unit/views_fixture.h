@@ -7,6 +7,7 @@
 
 #include "analysis/views.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #define MS(x) ((int64_t)((x)*1000000.0))
@@ -117,7 +118,7 @@ static inline void fx_gpu(tl_trace *t)
 static inline int fx_row(const tl_table *tab, int col, const char *s)
 {
     for (int r = 0; r < tab->nrows; r++) {
-        const tl_cell *c = &tab->cells[(size_t)r * tab->ncols + col];
+        const tl_cell *c = tl_table_cell(tab, r, col); /* held or made rows */
         if (c->set && c->s && strcmp(c->s, s) == 0)
             return r;
     }
@@ -131,7 +132,7 @@ static inline const tl_cell *fx_cell(const tl_table *tab, int row, const char *k
     int col = tl_table_find_col(tab, key);
     if (row < 0 || col < 0 || row >= tab->nrows)
         return &none;
-    return &tab->cells[(size_t)row * tab->ncols + col];
+    return tl_table_cell(tab, row, col);
 }
 
 /* The time (ns) in a row named name, column key; -1 when missing. */
@@ -140,6 +141,23 @@ static inline int64_t fx_time(const tl_table *tab, const char *name, const char 
     int r = fx_row(tab, 0, name);
     const tl_cell *c = fx_cell(tab, r, key);
     return c->set ? c->i : -1;
+}
+
+/* The tables of a view (a chain) as tl_out writes them in fmt (auto unit); free() it. */
+static inline char *fx_render(const tl_table *tab, tl_format fmt)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return NULL;
+    tl_out out;
+    tl_out_begin(&out, f, fmt, TL_UNIT_AUTO);
+    for (const tl_table *x = tab; x; x = x->next)
+        tl_out_table(&out, x);
+    tl_out_end(&out);
+    fclose(f);
+    return buf;
 }
 
 #endif
