@@ -471,7 +471,7 @@ int tl_job_load(tl_job *job, char *const *paths, size_t n, int threads, int prog
     pthread_mutex_init(&p.mu, NULL);
     int started = 0;
     for (; started < threads; started++)
-        if (pthread_create(&th[started], NULL, worker, &p) != 0)
+        if (tl_thread_start(&th[started], worker, &p) != 0) /* signals blocked */
             break;
     if (started == 0)
         worker(&p); /* no thread could start: read them here */

@@ -499,7 +499,7 @@ static void ahead_start(ahead *a, const tl_trace *t, const tl_report_opts *o, in
     pthread_mutex_init(&a->mu, NULL);
     pthread_cond_init(&a->cv, NULL);
     for (int i = 0; threads > 1 && i < threads; i++)
-        if (pthread_create(&a->th[a->nth], NULL, ahead_main, a) == 0)
+        if (tl_thread_start(&a->th[a->nth], ahead_main, a) == 0) /* signals blocked */
             a->nth++;
 }
 
