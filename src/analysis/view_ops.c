@@ -365,7 +365,8 @@ static void shape_set_free(shape_set *ss)
     tl_keymap_free(&ss->by_hash);
 }
 
-/* One row of the table. */
+/* One row of the table, while the view aggregates (80 bytes: a trace of a million distinct
+ * names has a million of them). */
 typedef struct ops_row {
     const char *name; /* the trace's string or a literal */
     uint32_t shapes;  /* index in the shape_set (group_by_shape), else 0 */
@@ -373,10 +374,16 @@ typedef struct ops_row {
     uint8_t device;   /* a device row */
     uint8_t annot;    /* user annotation */
     int64_t first_ts, first_end;
-    size_t first_ev;
+    uint32_t first_ev; /* an event, or nev + a [memory] record (nev <= INT32_MAX) */
+    uint32_t orig;     /* the row's index when made: its memory sums are mem[orig] */
     int64_t count, cpu, self_cpu, cuda, self_cuda;
-    int64_t cpu_mem, self_cpu_mem, cuda_mem, self_cuda_mem;
 } ops_row;
+_Static_assert(sizeof(ops_row) == 80, "an ops row is 80 bytes");
+
+/* A row's memory sums: made only for a trace with [memory] events. */
+typedef struct ops_mem {
+    int64_t cpu, self_cpu, cuda, self_cuda;
+} ops_mem;
 
 static int row_order(const void *pa, const void *pb)
 {
@@ -500,6 +507,7 @@ typedef struct ops_ctx {
     int by_shape;
     ops_row *rows;
     size_t nrows, cap;
+    ops_mem *mem;      /* per row (its orig), cap of them; NULL without [memory] events */
     tl_keymap maps[4]; /* by class: host/device x annotation or not */
     /* The same without shapes, as arrays indexed by name id (one lookup per event, so no hash):
      * row + 1, 0 = none yet. */
@@ -509,7 +517,7 @@ typedef struct ops_ctx {
 
 /* The row for (name, class, shapes), created with v's first appearance; -1 when OOM. */
 static int32_t row_for(ops_ctx *x, uint32_t nameid, const char *name, int device, int annot,
-                       uint32_t shapes, int late, int64_t ts, int64_t end, size_t ev)
+                       uint32_t shapes, int late, int64_t ts, int64_t end, uint32_t ev)
 {
     int cls = device * 2 + annot;
     uint64_t key = tl_key2(nameid, shapes);
@@ -536,6 +544,12 @@ static int32_t row_for(ops_ctx *x, uint32_t nameid, const char *name, int device
         if (!nr)
             return -1;
         x->rows = nr;
+        if (x->mem) {
+            ops_mem *nm = realloc(x->mem, nc * sizeof *nm);
+            if (!nm)
+                return -1;
+            x->mem = nm;
+        }
         x->cap = nc;
     }
     r = (int32_t)x->nrows++;
@@ -546,7 +560,10 @@ static int32_t row_for(ops_ctx *x, uint32_t nameid, const char *name, int device
                            .late = late,
                            .first_ts = ts,
                            .first_end = end,
-                           .first_ev = ev};
+                           .first_ev = ev,
+                           .orig = (uint32_t)r};
+    if (x->mem)
+        x->mem[r] = (ops_mem){0};
     if (slot)
         *slot = r + 1;
     else if (tl_keymap_put(&x->maps[cls], key, r) != 0)
@@ -604,6 +621,120 @@ static void add_to_row(void *ctx, int32_t ev, tl_ops_term term, int64_t ns)
     }
 }
 
+/* How the rows are written: the columns shown, the sums the percentages are of. */
+typedef struct ops_put {
+    int map[K_NCOLS]; /* column of each K_*, -1: not shown */
+    int has_cuda, nmem, has_cuda_mem, by_shape;
+    int64_t sum_self_cpu, sum_self_cuda;
+    const shape_set *shapes;
+} ops_put;
+
+/* Row r of tab from a row and its memory sums. */
+static void put_row(tl_table *tab, int r, const ops_put *P, const ops_row *a, const ops_mem *m)
+{
+    const int *map = P->map;
+    /* the trace's string or a literal: the table is freed before the trace */
+    tl_table_str_ref(tab, r, map[K_NAME], a->name);
+    if (P->sum_self_cpu > 0) {
+        tl_table_pct(tab, r, map[K_SELF_CPU_PCT],
+                     100.0 * (double)a->self_cpu / (double)P->sum_self_cpu);
+        tl_table_pct(tab, r, map[K_CPU_TOTAL_PCT],
+                     100.0 * (double)a->cpu / (double)P->sum_self_cpu);
+    }
+    tl_table_time(tab, r, map[K_SELF_CPU], a->self_cpu);
+    tl_table_time(tab, r, map[K_CPU_TOTAL], a->cpu);
+    tl_table_time(tab, r, map[K_CPU_AVG], tl_avg_round(a->cpu, a->count));
+    if (P->has_cuda) {
+        tl_table_time(tab, r, map[K_SELF_CUDA], a->self_cuda);
+        if (P->sum_self_cuda > 0)
+            tl_table_pct(tab, r, map[K_SELF_CUDA_PCT],
+                         100.0 * (double)a->self_cuda / (double)P->sum_self_cuda);
+        tl_table_time(tab, r, map[K_CUDA_TOTAL], a->cuda);
+        tl_table_time(tab, r, map[K_CUDA_AVG], tl_avg_round(a->cuda, a->count));
+    }
+    if (P->nmem) {
+        tl_table_bytes(tab, r, map[K_CPU_MEM], m->cpu);
+        tl_table_bytes(tab, r, map[K_SELF_CPU_MEM], m->self_cpu);
+    }
+    if (P->has_cuda_mem) {
+        tl_table_bytes(tab, r, map[K_CUDA_MEM], m->cuda);
+        tl_table_bytes(tab, r, map[K_SELF_CUDA_MEM], m->self_cuda);
+    }
+    tl_table_int(tab, r, map[K_CALLS], a->count);
+    if (P->by_shape)
+        tl_table_str(tab, r, map[K_SHAPES], a->shapes ? P->shapes->str[a->shapes] : "[]");
+}
+
+/* The report's table (made rows): each row as the words of what its columns show. */
+typedef struct ops_made {
+    ops_put put; /* put.shapes is &shapes */
+    shape_set shapes;
+    int64_t *w; /* stride words a row */
+    int stride;
+} ops_made;
+
+_Static_assert(sizeof(const char *) <= sizeof(int64_t), "a name fits a word");
+
+/* A row (and its memory sums) to its words (pack) or back; the number of words a row has
+ * under P (a, m and w may be NULL then). The name's pointer is the first word. */
+static int row_words(const ops_put *P, ops_row *a, ops_mem *m, int64_t *w, int pack)
+{
+    int64_t *f[10];
+    int n = 0;
+    int64_t shapes = a ? a->shapes : 0;
+    if (a) {
+        f[n++] = &a->count;
+        f[n++] = &a->self_cpu;
+        f[n++] = &a->cpu;
+        if (P->has_cuda) {
+            f[n++] = &a->self_cuda;
+            f[n++] = &a->cuda;
+        }
+        if (P->by_shape)
+            f[n++] = &shapes;
+        if (P->nmem) {
+            f[n++] = &m->cpu;
+            f[n++] = &m->self_cpu;
+        }
+        if (P->has_cuda_mem) {
+            f[n++] = &m->cuda;
+            f[n++] = &m->self_cuda;
+        }
+    } else {
+        return 4 + 2 * P->has_cuda + P->by_shape + 2 * P->nmem + 2 * P->has_cuda_mem;
+    }
+    if (pack) {
+        memcpy(&w[0], &a->name, sizeof a->name);
+        for (int k = 0; k < n; k++)
+            w[1 + k] = *f[k];
+    } else {
+        memcpy(&a->name, &w[0], sizeof a->name);
+        for (int k = 0; k < n; k++)
+            *f[k] = w[1 + k];
+        a->shapes = (uint32_t)shapes;
+    }
+    return 1 + n;
+}
+
+static void made_fill(const void *ctx, int row, tl_table *one)
+{
+    const ops_made *m = ctx;
+    ops_row a = {0};
+    ops_mem mm = {0};
+    row_words(&m->put, &a, &mm, m->w + (size_t)row * (size_t)m->stride, 0);
+    put_row(one, 0, &m->put, &a, &mm);
+}
+
+static void made_free(void *ctx)
+{
+    ops_made *m = ctx;
+    if (m) {
+        free(m->w);
+        shape_set_free(&m->shapes);
+    }
+    free(m);
+}
+
 tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
 {
     size_t n = t->nev;
@@ -652,7 +783,7 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
         }
         int device = x->kind == TL_OPS_DEVICE;
         int32_t r = row_for(&X, nameid, nm, device, x->annot, shapes, e->cat == TL_CAT_GPU_USER, ts,
-                            ts + dur, i);
+                            ts + dur, (uint32_t)i);
         if (r < 0)
             goto oom;
         row[i] = r;
@@ -671,7 +802,8 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
         attributed = tl_big_calloc(nmem + 1, sizeof *attributed);
         pc = tl_big_alloc((nmem + 1) * sizeof *pc);
         pd = tl_big_alloc((nmem + 1) * sizeof *pd);
-        if (!mem || !attributed || !pc || !pd)
+        X.mem = calloc(X.cap ? X.cap : 1, sizeof *X.mem);
+        if (!mem || !attributed || !pc || !pd || !X.mem)
             goto oom;
         size_t k = 0;
         for (size_t i = 0; i < n; i++) {
@@ -716,17 +848,17 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
             if (x->merged)
                 continue; /* gone from torch's list: its bytes are in its parent's */
             int64_t hc = tl_sub_sat(pc[hi], pc[lo]), dc = tl_sub_sat(pd[hi], pd[lo]);
-            ops_row *a = &X.rows[row[i]];
-            a->cpu_mem = tl_add_sat(a->cpu_mem, hc);
-            a->cuda_mem = tl_add_sat(a->cuda_mem, dc);
+            ops_mem *a = &X.mem[row[i]]; /* rows are not ordered yet: row = orig */
+            a->cpu = tl_add_sat(a->cpu, hc);
+            a->cuda = tl_add_sat(a->cuda, dc);
             if (x->async)
                 continue;
-            a->self_cpu_mem = tl_add_sat(a->self_cpu_mem, hc);
-            a->self_cuda_mem = tl_add_sat(a->self_cuda_mem, dc);
+            a->self_cpu = tl_add_sat(a->self_cpu, hc);
+            a->self_cuda = tl_add_sat(a->self_cuda, dc);
             if (x->eparent != TL_NONE) {
-                ops_row *pa = &X.rows[row[x->eparent]];
-                pa->self_cpu_mem = tl_sub_sat(pa->self_cpu_mem, hc);
-                pa->self_cuda_mem = tl_sub_sat(pa->self_cuda_mem, dc);
+                ops_mem *pa = &X.mem[row[x->eparent]];
+                pa->self_cpu = tl_sub_sat(pa->self_cpu, hc);
+                pa->self_cuda = tl_sub_sat(pa->self_cuda, dc);
             }
         }
         int32_t run = 0;
@@ -736,15 +868,15 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
                 continue;
             const memrec *m = &mem[j];
             int oom_rec = (name_flags(t, named, t->ev[m->ev].name) & NM_OOM) != 0;
-            int32_t r =
-                row_for(&X, oom_rec ? OOM_NAME_ID : MEMORY_NAME_ID,
-                        oom_rec ? "[OutOfMemory]" : "[memory]", 0, 0, 0, 0, m->ts, m->ts, n + j);
+            int32_t r = row_for(&X, oom_rec ? OOM_NAME_ID : MEMORY_NAME_ID,
+                                oom_rec ? "[OutOfMemory]" : "[memory]", 0, 0, 0, 0, m->ts, m->ts,
+                                (uint32_t)(n + j));
             if (r < 0)
                 goto oom;
-            ops_row *a = &X.rows[r];
-            a->count++;
-            int64_t *v = m->device ? &a->cuda_mem : &a->cpu_mem;
-            int64_t *s = m->device ? &a->self_cuda_mem : &a->self_cpu_mem;
+            X.rows[r].count++;
+            ops_mem *a = &X.mem[r];
+            int64_t *v = m->device ? &a->cuda : &a->cpu;
+            int64_t *s = m->device ? &a->self_cuda : &a->self_cpu;
             *v = tl_add_sat(*v, m->bytes);
             *s = tl_add_sat(*s, m->bytes);
         }
@@ -754,102 +886,112 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
     scratch_free(&X, &in, &row, &named, &mem, &attributed, &pc, &pd);
     rows = X.rows;
     nrows = X.nrows;
-    if (rows)
-        qsort(rows, nrows, sizeof *rows, row_order_rev); /* the last row first: see 6 */
-    int has_cuda = 0;
+    int lazy = o && o->made_rows && nrows <= INT_MAX;
+    if (rows) /* made rows: first appearance first; held: the last first, see 6 */
+        qsort(rows, nrows, sizeof *rows, lazy ? row_order : row_order_rev);
+    ops_put P = {.nmem = nmem > 0, .by_shape = X.by_shape, .shapes = &X.shapes};
     for (size_t r = 0; r < nrows; r++)
         if (rows[r].self_cuda > 0)
-            has_cuda = 1;
-    int by_shape = X.by_shape;
+            P.has_cuda = 1;
 
     /* 6. the table: columns as torch shows them */
-    int64_t sum_self_cpu = 0, sum_self_cuda = 0;
-    int has_cuda_mem = 0;
     for (size_t r = 0; r < nrows; r++) {
-        sum_self_cpu = tl_add_sat(sum_self_cpu, rows[r].self_cpu);
+        P.sum_self_cpu = tl_add_sat(P.sum_self_cpu, rows[r].self_cpu);
         if (rows[r].device && !rows[r].annot)
-            sum_self_cuda = tl_add_sat(sum_self_cuda, rows[r].self_cuda);
-        if (rows[r].self_cuda_mem > 0)
-            has_cuda_mem = 1;
+            P.sum_self_cuda = tl_add_sat(P.sum_self_cuda, rows[r].self_cuda);
+        if (X.mem && X.mem[r].self_cuda > 0) /* by orig: any order will do */
+            P.has_cuda_mem = 1;
     }
-    int use[K_NCOLS], map[K_NCOLS];
+    int use[K_NCOLS];
     tl_col cols[K_NCOLS];
     int ncols = 0;
     for (int c = 0; c < K_NCOLS; c++) {
         use[c] = 1;
         if (c >= K_SELF_CUDA && c <= K_CUDA_AVG)
-            use[c] = has_cuda;
+            use[c] = P.has_cuda;
         if (c == K_CPU_MEM || c == K_SELF_CPU_MEM)
             use[c] = nmem > 0;
         if (c == K_CUDA_MEM || c == K_SELF_CUDA_MEM)
-            use[c] = has_cuda_mem;
+            use[c] = P.has_cuda_mem;
         if (c == K_SHAPES)
-            use[c] = by_shape;
-        map[c] = use[c] ? ncols : -1;
+            use[c] = P.by_shape;
+        P.map[c] = use[c] ? ncols : -1;
         if (use[c])
             cols[ncols++] = all_cols[c];
     }
-    tab = tl_table_new("Ops", "ops", cols, ncols);
-    if (!tab || nrows > INT_MAX || tl_table_reserve(tab, (int)nrows) != 0)
-        goto oom;
-    /* The rows are in reverse order: the table takes them from the end of the array, which
-     * gives back its memory as the table grows, so that a row per distinct name is held once
-     * (as a row, then as cells), not twice. */
     size_t over = 0; /* rows whose Self CUDA passes the total (a note) */
     const char *over_name = NULL;
-    for (size_t k = 0; k < nrows; k++) {
-        size_t i = nrows - 1 - k;
-        const ops_row *a = &rows[i];
-        int r = tl_table_add_row(tab);
-        if (r < 0)
-            goto oom;
-        /* the trace's string or a literal: the table is freed before the trace */
-        tl_table_str_ref(tab, r, map[K_NAME], a->name);
-        if (sum_self_cpu > 0) {
-            tl_table_pct(tab, r, map[K_SELF_CPU_PCT],
-                         100.0 * (double)a->self_cpu / (double)sum_self_cpu);
-            tl_table_pct(tab, r, map[K_CPU_TOTAL_PCT],
-                         100.0 * (double)a->cpu / (double)sum_self_cpu);
-        }
-        tl_table_time(tab, r, map[K_SELF_CPU], a->self_cpu);
-        tl_table_time(tab, r, map[K_CPU_TOTAL], a->cpu);
-        tl_table_time(tab, r, map[K_CPU_AVG], tl_avg_round(a->cpu, a->count));
-        if (has_cuda) {
-            tl_table_time(tab, r, map[K_SELF_CUDA], a->self_cuda);
-            if (sum_self_cuda > 0)
-                tl_table_pct(tab, r, map[K_SELF_CUDA_PCT],
-                             100.0 * (double)a->self_cuda / (double)sum_self_cuda);
-            tl_table_time(tab, r, map[K_CUDA_TOTAL], a->cuda);
-            tl_table_time(tab, r, map[K_CUDA_AVG], tl_avg_round(a->cuda, a->count));
-        }
-        if (nmem) {
-            tl_table_bytes(tab, r, map[K_CPU_MEM], a->cpu_mem);
-            tl_table_bytes(tab, r, map[K_SELF_CPU_MEM], a->self_cpu_mem);
-        }
-        if (has_cuda_mem) {
-            tl_table_bytes(tab, r, map[K_CUDA_MEM], a->cuda_mem);
-            tl_table_bytes(tab, r, map[K_SELF_CUDA_MEM], a->self_cuda_mem);
-        }
-        tl_table_int(tab, r, map[K_CALLS], a->count);
-        if (by_shape)
-            tl_table_str(tab, r, map[K_SHAPES], a->shapes ? X.shapes.str[a->shapes] : "[]");
-        if (sum_self_cuda > 0 && a->self_cuda > sum_self_cuda && !over++)
+    for (size_t k = 0; k < nrows; k++) { /* in the table's order before any sort */
+        const ops_row *a = &rows[lazy ? k : nrows - 1 - k];
+        if (P.sum_self_cuda > 0 && a->self_cuda > P.sum_self_cuda && !over++)
             over_name = a->name;
-        if (i % 65536 == 0 && i > 0) {
-            ops_row *nr = realloc(X.rows, i * sizeof *nr);
-            if (nr)
-                X.rows = rows = nr;
-        }
     }
-    free(X.rows);
-    X.rows = rows = NULL;
+    uint32_t nshapes = X.shapes.n;
+    if (lazy) {
+        /* The rows, packed to the columns shown (in place where they fit: 4 to 11 words a
+         * row against an ops_row's 10), become a table of made rows; the memory sums go into
+         * the words and are freed. */
+        ops_made *m = calloc(1, sizeof *m);
+        if (!m)
+            goto oom;
+        m->put = P;
+        m->shapes = X.shapes; /* the table's now */
+        memset(&X.shapes, 0, sizeof X.shapes);
+        m->put.shapes = &m->shapes;
+        m->stride = row_words(&m->put, NULL, NULL, NULL, 0);
+        int fits = (size_t)m->stride * sizeof(int64_t) <= sizeof(ops_row);
+        m->w = fits ? (int64_t *)(void *)rows : malloc((nrows ? nrows : 1) * (size_t)m->stride * 8);
+        if (!m->w) {
+            made_free(m);
+            goto oom;
+        }
+        static const ops_mem none;
+        for (size_t k = 0; k < nrows; k++) {
+            ops_row a = rows[k]; /* a copy: the words may overwrite it */
+            ops_mem mm = X.mem ? X.mem[a.orig] : none;
+            row_words(&m->put, &a, &mm, m->w + k * (size_t)m->stride, 1);
+        }
+        if (fits) {
+            X.rows = rows = NULL; /* the words' now */
+            int64_t *nw = realloc(m->w, (nrows ? nrows : 1) * (size_t)m->stride * 8);
+            if (nw)
+                m->w = nw;
+        }
+        free(X.mem);
+        X.mem = NULL;
+        tab = tl_table_new_rows("Ops", "ops", cols, ncols, (int)nrows, made_fill, m, made_free);
+        if (!tab)
+            goto oom;
+    } else {
+        tab = tl_table_new("Ops", "ops", cols, ncols);
+        if (!tab || nrows > INT_MAX || tl_table_reserve(tab, (int)nrows) != 0)
+            goto oom;
+        /* The rows are in reverse order: the table takes them from the end of the array,
+         * which gives back its memory as the table grows, so that a row per distinct name is
+         * held once (as a row, then as cells), not twice. */
+        static const ops_mem none;
+        for (size_t k = 0; k < nrows; k++) {
+            size_t i = nrows - 1 - k;
+            int r = tl_table_add_row(tab);
+            if (r < 0)
+                goto oom;
+            put_row(tab, r, &P, &rows[i], X.mem ? &X.mem[rows[i].orig] : &none);
+            if (i % 65536 == 0 && i > 0) {
+                ops_row *nr = realloc(X.rows, i * sizeof *nr);
+                if (nr)
+                    X.rows = rows = nr;
+            }
+        }
+        free(X.rows);
+        X.rows = rows = NULL;
+    }
 
     /* 7. sort and cut: torch's attribute names work as keys; a key of a column that is not
      * shown (all its values are zero) keeps the order of first appearance, as torch would */
     {
         tl_view_opts vo = o ? *o : (tl_view_opts){0};
         const char *key = o && o->sort ? resolve_sort(o->sort)
-                          : has_cuda   ? "self_cuda_us"
+                          : P.has_cuda ? "self_cuda_us"
                                        : "cpu_total_us";
         int known_hidden = 0;
         if (key && tl_table_find_col(tab, key) < 0)
@@ -876,10 +1018,10 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
     }
     {
         char s[32];
-        tl_fmt_time(s, sizeof s, sum_self_cpu, TL_UNIT_AUTO);
+        tl_fmt_time(s, sizeof s, P.sum_self_cpu, TL_UNIT_AUTO);
         tl_table_note(tab, "Self CPU time total: %s", s);
-        if (has_cuda) {
-            tl_fmt_time(s, sizeof s, sum_self_cuda, TL_UNIT_AUTO);
+        if (P.has_cuda) {
+            tl_fmt_time(s, sizeof s, P.sum_self_cuda, TL_UNIT_AUTO);
             tl_table_note(tab, "Self CUDA time total: %s", s);
         }
         if (!nrows)
@@ -892,7 +1034,7 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
                           "CUDA is its span on the GPU, idle time included, and the %% is of "
                           "the device work (kernels, copies, memsets), as in PyTorch's table.",
                           over, over == 1 ? "" : "s", over_name);
-        if (by_shape && X.shapes.n == 0 && nrows)
+        if (P.by_shape && nshapes == 0 && nrows)
             tl_table_note(tab, "This trace has no input shapes (recorded without "
                                "record_shapes=True?): one row per name, Input Shapes [].");
     }
@@ -906,5 +1048,6 @@ done:
     scratch_free(&X, &in, &row, &named, &mem, &attributed, &pc, &pd);
     shape_set_free(&X.shapes);
     free(X.rows);
+    free(X.mem);
     return tab;
 }

@@ -54,7 +54,9 @@ static const cli_command command = CLI_TRACE_COMMAND(
 static tl_table *views(const tl_trace *t, void *state, tl_error *err)
 {
     const struct ops_args *a = state;
-    return tl_view_ops(&t[0], &a->vo, err);
+    tl_view_opts vo = a->vo;
+    vo.made_rows = 1; /* the table goes only to tl_out */
+    return tl_view_ops(&t[0], &vo, err);
 }
 
 int cmd_ops(int argc, char **argv)

@@ -5,14 +5,19 @@
  * its dropped utility events, input-shape grouping, async spans, sort keys and --top.
  */
 #include "analysis/views.h"
+#include "render_fixture.h"
 #include "test_view_gpu_fixture.h"
 #include "testlib.h"
 
 #include <stdlib.h>
 
+/* Every test runs twice: the table held as cells, and made as it is read (the report's and
+ * `tally ops`'s). */
+static int made_rows;
+
 static tl_table *ops(const tl_trace *t, const char *sort, int by_shape, int top)
 {
-    tl_view_opts o = {0};
+    tl_view_opts o = {.made_rows = made_rows};
     o.sort = sort;
     o.group_by_shape = by_shape;
     o.top = top;
@@ -50,7 +55,7 @@ TEST(ops_gpu_rows_and_columns)
     int n = (int)(sizeof order / sizeof order[0]);
     CHECK_EQ_INT(tab->nrows, n);
     for (int i = 0; i < n && i < tab->nrows; i++)
-        CHECK_STR(tab->cells[(size_t)i * tab->ncols].s, order[i]);
+        CHECK_STR(tl_table_cell(tab, i, 0)->s, order[i]);
     /* every column torch shows when there is device time and device memory */
     const char *keys[] = {
         "self_cpu_pct",        "self_cpu_us",   "cpu_total_pct",      "cpu_total_us",
@@ -143,25 +148,26 @@ TEST(ops_default_sort_and_torch_keys)
     CHECK(tab != NULL);
     if (tab) {
         CHECK_EQ_INT(tab->nrows, 3);
-        CHECK_STR(tab->cells[0].s, "aten::addmm"); /* 300, first seen before gemm's 300 */
-        CHECK_STR(tab->cells[(size_t)1 * tab->ncols].s, "gemm");
+        CHECK_STR(tl_table_cell(tab, 0, 0)->s,
+                  "aten::addmm"); /* 300, first seen before gemm's 300 */
+        CHECK_STR(tl_table_cell(tab, 1, 0)->s, "gemm");
         tl_table_free(tab);
     }
     /* torch attribute names map to columns */
     tab = ops(&t, "cpu_time_total", 0, 1);
-    CHECK(tab && !strcmp(tab->cells[0].s, "ProfilerStep*"));
+    CHECK(tab && !strcmp(tl_table_cell(tab, 0, 0)->s, "ProfilerStep*"));
     tl_table_free(tab);
     tab = ops(&t, "count", 0, 1);
-    CHECK(tab && !strcmp(tab->cells[0].s, "cudaLaunchKernel"));
+    CHECK(tab && !strcmp(tl_table_cell(tab, 0, 0)->s, "cudaLaunchKernel"));
     tl_table_free(tab);
     tab = ops(&t, "self_cuda_memory_usage", 0, 1);
-    CHECK(tab && !strcmp(tab->cells[0].s, "aten::addmm"));
+    CHECK(tab && !strcmp(tl_table_cell(tab, 0, 0)->s, "aten::addmm"));
     tl_table_free(tab);
     tab = ops(&t, "cpu_memory_usage", 0, 0);
-    CHECK(tab && !strcmp(tab->cells[(size_t)(tab->nrows - 1) * tab->ncols].s, "[memory]"));
+    CHECK(tab && !strcmp(tl_table_cell(tab, tab->nrows - 1, 0)->s, "[memory]"));
     tl_table_free(tab);
     tab = ops(&t, "self_cpu_us", 0, 1);
-    CHECK(tab && !strcmp(tab->cells[0].s, "ProfilerStep*"));
+    CHECK(tab && !strcmp(tl_table_cell(tab, 0, 0)->s, "ProfilerStep*"));
     tl_table_free(tab);
     tl_view_opts o = {0};
     o.sort = "bogus";
@@ -280,8 +286,8 @@ TEST(ops_gpu_annotation_true_span)
     CHECK(tab != NULL);
     if (tab) {
         CHECK_EQ_INT(tab->nrows, 2);
-        CHECK_STR(tab->cells[0].s, "gemm");
-        CHECK_STR(tab->cells[(size_t)tab->ncols].s, "forward");
+        CHECK_STR(tl_table_cell(tab, 0, 0)->s, "gemm");
+        CHECK_STR(tl_table_cell(tab, 1, 0)->s, "forward");
         CHECK_EQ_INT(FX_I(tab, 1, "self_cuda_us"), 1000);
         /* annotations are not device work: the Self CUDA % denominator is the kernel alone */
         CHECK_NEAR(FX_D(tab, 1, "self_cuda_pct"), 100.0, 1e-9);
@@ -317,14 +323,54 @@ TEST(ops_input_shapes_as_torch_prints_them)
     tl_trace_free(&t);
 }
 
+/* The report's table (made rows: packed to the columns shown) writes what the held one
+ * writes: CUDA, memory and shape columns, every sort key, --top, each format. */
+TEST(ops_made_rows_write_the_same)
+{
+    static const char *const keys[] = {NULL,
+                                       "none",
+                                       "self_cpu_us",
+                                       "calls",
+                                       "name",
+                                       "cuda_total_us",
+                                       "self_cuda_pct",
+                                       "cpu_mem_bytes",
+                                       "self_cuda_mem_bytes",
+                                       "input_shapes"};
+    tl_trace t;
+    fx_gpu_trace(&t);
+    int made = 0;
+    for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
+        for (int v = 0; v < 4; v++) {
+            tl_view_opts a = {.sort = keys[k],
+                              .ascending = v & 1,
+                              .top = v & 2 ? 3 : 0,
+                              .group_by_shape = k % 2 || v == 3};
+            tl_view_opts b = a;
+            b.made_rows = 1;
+            tl_error e1 = {{0}}, e2 = {{0}};
+            tl_table *x = tl_view_ops(&t, &a, &e1), *y = tl_view_ops(&t, &b, &e2);
+            CHECK((x == NULL) == (y == NULL) && strcmp(e1.msg, e2.msg) == 0);
+            made += y && y->rows != NULL;
+            CHECK(!x || !y || fx_same_writes(x, y));
+            tl_table_free(x);
+            tl_table_free(y);
+        }
+    CHECK(made > 0);
+    tl_trace_free(&t);
+}
+
 int main(void)
 {
-    RUN(ops_gpu_rows_and_columns);
-    RUN(ops_default_sort_and_torch_keys);
-    RUN(ops_merges_duplicate_child_and_drops_utility_events);
-    RUN(ops_group_by_input_shape);
-    RUN(ops_async_span);
-    RUN(ops_gpu_annotation_true_span);
-    RUN(ops_input_shapes_as_torch_prints_them);
+    for (made_rows = 0; made_rows < 2; made_rows++) {
+        RUN(ops_gpu_rows_and_columns);
+        RUN(ops_default_sort_and_torch_keys);
+        RUN(ops_merges_duplicate_child_and_drops_utility_events);
+        RUN(ops_group_by_input_shape);
+        RUN(ops_async_span);
+        RUN(ops_gpu_annotation_true_span);
+        RUN(ops_input_shapes_as_torch_prints_them);
+    }
+    RUN(ops_made_rows_write_the_same);
     return test_summary();
 }

@@ -96,7 +96,7 @@ static inline void fx_gpu_trace(tl_trace *t)
 static inline int fx_row(const tl_table *tab, const char *name, int skip)
 {
     for (int r = 0; r < tab->nrows; r++) {
-        const char *s = tab->cells[(size_t)r * tab->ncols].s;
+        const char *s = tl_table_cell(tab, r, 0)->s; /* held or made rows */
         if (s && !strcmp(s, name) && skip-- == 0)
             return r;
     }
@@ -109,7 +109,7 @@ static inline const tl_cell *fx_cell(const tl_table *tab, int r, const char *key
     int c = tl_table_find_col(tab, key);
     if (r < 0 || c < 0)
         return &none;
-    return &tab->cells[(size_t)r * tab->ncols + c];
+    return tl_table_cell(tab, r, c);
 }
 
 #define FX_I(tab, r, key)   (fx_cell(tab, r, key)->i)

@@ -169,12 +169,7 @@ TEST(ranges_made_rows_write_the_same)
             b.made_rows = 1;
             tl_table *x = tl_view_ranges(&t, &a, NULL), *y = tl_view_ranges(&t, &b, NULL);
             CHECK(x && y && !x->rows && y->rows);
-            for (int f = TL_FMT_TEXT; x && y && f <= TL_FMT_JSON; f++) {
-                char *p = fx_render(x, (tl_format)f), *q = fx_render(y, (tl_format)f);
-                CHECK(p && q && strcmp(p, q) == 0);
-                free(p);
-                free(q);
-            }
+            CHECK(!x || !y || fx_same_writes(x, y));
             tl_table_free(x);
             tl_table_free(y);
         }

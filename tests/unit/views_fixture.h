@@ -6,6 +6,7 @@
 #define TALLY_TEST_VIEWS_FIXTURE_H
 
 #include "analysis/views.h"
+#include "render_fixture.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -141,23 +142,6 @@ static inline int64_t fx_time(const tl_table *tab, const char *name, const char 
     int r = fx_row(tab, 0, name);
     const tl_cell *c = fx_cell(tab, r, key);
     return c->set ? c->i : -1;
-}
-
-/* The tables of a view (a chain) as tl_out writes them in fmt (auto unit); free() it. */
-static inline char *fx_render(const tl_table *tab, tl_format fmt)
-{
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    if (!f)
-        return NULL;
-    tl_out out;
-    tl_out_begin(&out, f, fmt, TL_UNIT_AUTO);
-    for (const tl_table *x = tab; x; x = x->next)
-        tl_out_table(&out, x);
-    tl_out_end(&out);
-    fclose(f);
-    return buf;
 }
 
 #endif
