@@ -886,7 +886,7 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
     scratch_free(&X, &in, &row, &named, &mem, &attributed, &pc, &pd);
     rows = X.rows;
     nrows = X.nrows;
-    int lazy = o && o->made_rows && nrows <= INT_MAX;
+    int lazy = o && o->made_rows && nrows > 0 && nrows <= INT_MAX; /* none: held, empty */
     if (rows) /* made rows: first appearance first; held: the last first, see 6 */
         qsort(rows, nrows, sizeof *rows, lazy ? row_order : row_order_rev);
     ops_put P = {.nmem = nmem > 0, .by_shape = X.by_shape, .shapes = &X.shapes};
