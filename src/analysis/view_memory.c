@@ -225,9 +225,12 @@ static tl_table *timeline_table(const tl_trace *t, const tl_mem *m, const tl_vie
         size_t n = 0;
         for (int k = 0; k < SPARK_WIDTH; k++) {
             /* in doubles: high - low need not fit in an int64 (levels from a file's absurd
-             * sizes), and its wrapped value indexed bars[] out of bounds */
+             * sizes), and its wrapped value indexed bars[] out of bounds; levels a few bytes
+             * apart near 2^63 are one double (range 0: 0/0 was NaN, and NaN to int is
+             * undefined), so the bar is clamped to the 8 there are */
             double range = (double)high - (double)low;
-            int b = high > low ? (int)(7.0 * ((double)hi[k] - (double)low) / range + 0.5) : 0;
+            double f = range > 0 ? ((double)hi[k] - (double)low) / range : 0;
+            int b = f > 0 ? (f < 1 ? (int)(7.0 * f + 0.5) : 7) : 0;
             memcpy(line + n, bars[b], 3);
             n += 3;
         }

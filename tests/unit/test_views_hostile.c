@@ -260,6 +260,29 @@ TEST(memory_timeline_over_the_whole_range)
     tl_trace_free(&t);
 }
 
+/* view_memory: levels a few bytes apart near INT64_MAX are the same double: the sparkline's
+ * bar was 0/0 (NaN) converted to an int (UBSan; a crash in release, found by fuzz_views). */
+TEST(memory_timeline_levels_one_double_apart)
+{
+    tl_trace t;
+    tl_trace_init(&t);
+    uint32_t th = tl_trace_track(&t, TL_TRACK_THREAD, 1, 1, -1);
+    fx_ev(&t, th, TL_CAT_OPERATOR, "aten::empty", 0, 100);
+    memrow(&t, th, 6000, 92, 0x1000, INT64_MAX); /* from INT64_MAX - 92 to INT64_MAX */
+    CHECK_EQ_INT(tl_trace_finish(&t), 0);
+    tl_error err = {{0}};
+    tl_table *tab = tl_view_memory(&t, NULL, &err);
+    const tl_table *tl = tab ? fx_table(tab, "memory_timeline") : NULL;
+    CHECK(tl != NULL && tl->nrows == 1);
+    if (tl && tl->nrows == 1) {
+        CHECK_EQ_INT(fx_i(tl, 0, "high_bytes"), INT64_MAX);
+        CHECK_EQ_INT(fx_i(tl, 0, "low_bytes"), INT64_MAX - 92);
+        CHECK(strlen(fx_s(tl, 0, "sparkline")) == 48 * 3); /* a bar (3 bytes) a slice */
+    }
+    tl_table_free(tab);
+    tl_trace_free(&t);
+}
+
 /* Every registered view in every format, and the findings and the rest on the same trace:
  * nothing overflows (UBSan) and nothing shown is negative. */
 TEST(every_view_every_format)
@@ -338,6 +361,7 @@ int main(void)
     RUN(ranges_total_saturates);
     RUN(idle_and_gaps_saturate);
     RUN(memory_timeline_over_the_whole_range);
+    RUN(memory_timeline_levels_one_double_apart);
     RUN(every_view_every_format);
     RUN(gpu_view_without_devices);
     RUN(meta_start_unix_saturates);
