@@ -714,6 +714,27 @@ static inline int is_digit(char c)
     return (unsigned char)(c - '0') < 10;
 }
 
+/* The first i' >= i with b[i'] not an ASCII digit (or len): 8 bytes at a time while 8 are in
+ * [i, len) (a byte minus '0' is a digit when it is below 10: adding 0x76 leaves its high bit
+ * clear), then one at a time. */
+static inline size_t skip_digits(const char *b, size_t i, size_t len)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    while (i + 8 <= len) {
+        uint64_t x;
+        memcpy(&x, b + i, 8);
+        x ^= UINT64_C(0x3030303030303030);
+        uint64_t bad = ((x + UINT64_C(0x7676767676767676)) | x) & UINT64_C(0x8080808080808080);
+        if (bad) /* the lowest flagged byte is the first non-digit: a carry only goes up */
+            return i + ((size_t)__builtin_ctzll(bad) >> 3);
+        i += 8;
+    }
+#endif
+    while (i < len && is_digit(b[i]))
+        i++;
+    return i;
+}
+
 /* The number token at r->pos as lex_token and valid_number take it, in one pass: its extent up
  * to the next delimiter, and in *ok whether it is a valid number. r->pos is left at its start. */
 static jstr scan_number(jr *r, const char *expected, int *ok)
@@ -724,13 +745,11 @@ static jstr scan_number(jr *r, const char *expected, int *ok)
     if (i < len && b[i] == '-')
         i++;
     size_t d = i;
-    while (i < len && is_digit(b[i]))
-        i++;
+    i = skip_digits(b, i, len);
     int good = i > d;
     if (good && i < len && b[i] == '.') {
         size_t f = ++i;
-        while (i < len && is_digit(b[i]))
-            i++;
+        i = skip_digits(b, i, len);
         good = i > f;
     }
     if (good && i < len && (b[i] == 'e' || b[i] == 'E')) {
@@ -843,6 +862,88 @@ static jstr lex_number(jr *r, const char *what)
     return t;
 }
 
+/* The value of the 8 ASCII digits at p, the first the most significant: pairs, then quads,
+ * then the two halves, each step one multiplication over every lane of the word (a lane never
+ * carries into the next: 10 * 9 + 9, 100 * 99 + 99 and 10000 * 9999 + 9999 fit it). */
+static inline uint64_t eight_digits(const char *p)
+{
+    uint64_t x;
+    memcpy(&x, p, 8);
+    x -= UINT64_C(0x3030303030303030);                             /* byte k: digit k */
+    x = (x * 10 + (x >> 8)) & UINT64_C(0x00ff00ff00ff00ff);        /* 16-bit lanes: pairs */
+    x = (x * 100 + (x >> 16)) & UINT64_C(0x0000ffff0000ffff);      /* 32-bit lanes: quads */
+    return (x * 10000 + (x >> 32)) & UINT64_C(0x00000000ffffffff); /* the eight */
+}
+
+/* The value of the n digits at p (n <= 19: it fits). */
+static inline uint64_t digits_value(const char *p, size_t n)
+{
+    uint64_t v = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    for (; n >= 8; p += 8, n -= 8)
+        v = v * 100000000 + eight_digits(p);
+#endif
+    for (; n; n--)
+        v = v * 10 + (uint64_t)(*p++ - '0');
+    return v;
+}
+
+/* The number at r->pos as an int64, as to_int(lex_number(r, what)) gives it, in one pass where
+ * it is a plain integer of at most 19 digits followed by a delimiter and to_int would not
+ * saturate (it does once the digits before the last pass (INT64_MAX - 9) / 10: they only grow);
+ * anything else (a fraction, an exponent, more digits, not a number, the buffer's end) goes the
+ * two-pass way, which reports errors and asks for more input as it always did. */
+static int64_t lex_int(jr *r, const char *what)
+{
+    peek(r, what);
+    const char *b = r->buf;
+    size_t len = r->len, d = r->pos + (b[r->pos] == '-');
+    size_t e = skip_digits(b, d, len);
+    uint64_t u = e > d && e - d <= 19 ? digits_value(b + d, e - d) : UINT64_MAX;
+    if (u / 10 <= (uint64_t)(INT64_MAX - 9) / 10 && e < len && is_delim[(unsigned char)b[e]]) {
+        int64_t v = (int64_t)u;
+        int neg = d > r->pos;
+        r->pos = e;
+        return neg ? -v : v;
+    }
+    return to_int(lex_number(r, what));
+}
+
+/* The number at r->pos in microseconds as ns, as us_to_ns(lex_number(r, what)) gives it, in one
+ * pass where it is a plain decimal followed by a delimiter whose integer digits us_to_ns takes
+ * exactly (at most 19, those before the last at most TL_TIME_MAX / 10000: epoch microseconds
+ * have 16); the same decimals kept, the 4th rounding half up. Anything else goes the two-pass
+ * way, as lex_int. */
+static int64_t lex_us_ns(jr *r, const char *what)
+{
+    peek(r, what);
+    const char *b = r->buf;
+    size_t len = r->len, d = r->pos + (b[r->pos] == '-');
+    size_t i = skip_digits(b, d, len);
+    uint64_t u = i > d && i - d <= 19 ? digits_value(b + d, i - d) : UINT64_MAX;
+    int ok = u / 10 <= (uint64_t)TL_TIME_MAX / 10000;
+    int64_t ip = ok ? (int64_t)u : 0;
+    int64_t frac = 0;
+    int nd = 0;
+    if (ok && i < len && b[i] == '.') {
+        size_t f = ++i;
+        for (; i < len && is_digit(b[i]); i++) {
+            if (nd < 3)
+                frac = frac * 10 + (b[i] - '0');
+            else if (nd == 3 && b[i] >= '5')
+                frac++; /* round half up at the 4th digit */
+            nd += nd < 4;
+        }
+        ok = i > f;
+    }
+    if (!ok || i >= len || !is_delim[(unsigned char)b[i]])
+        return us_to_ns(lex_number(r, what));
+    int64_t v = ip * 1000 + (nd == 1 ? frac * 100 : nd == 2 ? frac * 10 : frac);
+    int neg = d > r->pos;
+    r->pos = i;
+    return tl_clamp_time(neg ? -v : v);
+}
+
 /* ---- events ------------------------------------------------------------------------------ */
 
 /* An id that may be a number or a string ("stream 7", "123(Python)", "Spans"). */
@@ -873,7 +974,7 @@ static void lex_id(jr *r, idval *out)
             id.numeric = 1;
         }
     } else if (peek(r, "a number or a string") == '-' || is_digit(r->buf[r->pos])) {
-        id.v = to_int(lex_number(r, "a number or a string"));
+        id.v = lex_int(r, "a number or a string");
         id.numeric = 1;
     } else {
         jstr t = lex_token(r, "a number or a string");
@@ -898,7 +999,7 @@ enum { MEM_ADDR = 1, MEM_ALLOCATED = 2, MEM_RESERVED = 4, MEM_DEVICE_ID = 8 };
 static uint64_t lex_addr(jr *r)
 {
     if (peek(r, "an address") != '"')
-        return (uint64_t)to_int(lex_number(r, "an address"));
+        return (uint64_t)lex_int(r, "an address");
     jstr v = lex_string(r);
     uint64_t a = 0;
     size_t i = 0;
@@ -970,36 +1071,36 @@ static void parse_args(jr *r, raw_event *ev)
             switch (k.len) {
             case 11:
                 if (EQ(k, "correlation")) {
-                    ev->corr = to_int(lex_number(r, "a number"));
+                    ev->corr = lex_int(r, "a number");
                     handled = 1;
                 } else if (EQ(k, "Device Type")) {
-                    ev->dev_type = to_int(lex_number(r, "a number"));
+                    ev->dev_type = lex_int(r, "a number");
                     ev->have_dev_type = 1;
                     handled = 1;
                 } else if (EQ(k, "tally_async")) {
-                    ev->async = to_int(lex_number(r, "a number")) != 0;
+                    ev->async = lex_int(r, "a number") != 0;
                     handled = 1;
                 }
                 break;
             case 14:
                 if (EQ(k, "correlation id")) {
-                    ev->corr = to_int(lex_number(r, "a number"));
+                    ev->corr = lex_int(r, "a number");
                     handled = 1;
                 } else if (EQ(k, "increase_bytes")) {
-                    ev->bytes = to_int(lex_number(r, "a number"));
+                    ev->bytes = lex_int(r, "a number");
                     handled = 1;
                 } else if (EQ(k, "Total Reserved")) {
-                    ev->total_reserved = to_int(lex_number(r, "a number"));
+                    ev->total_reserved = lex_int(r, "a number");
                     ev->mem |= MEM_RESERVED;
                     handled = 1;
                 } else if (EQ(k, "tally_unclosed") || EQ(k, "tally unclosed")) {
-                    ev->unclosed = to_int(lex_number(r, "a number")) != 0;
+                    ev->unclosed = lex_int(r, "a number") != 0;
                     handled = 1;
                 }
                 break;
             case 5:
                 if (EQ(k, "bytes") || EQ(k, "Bytes")) {
-                    ev->bytes = to_int(lex_number(r, "a number"));
+                    ev->bytes = lex_int(r, "a number");
                     handled = 1;
                 }
                 break;
@@ -1012,18 +1113,18 @@ static void parse_args(jr *r, raw_event *ev)
                 break;
             case 9:
                 if (EQ(k, "Device Id")) {
-                    ev->device_id = to_int(lex_number(r, "a number"));
+                    ev->device_id = lex_int(r, "a number");
                     ev->mem |= MEM_DEVICE_ID;
                     handled = 1;
                 }
                 break;
             case 15:
                 if (EQ(k, "Total Allocated")) {
-                    ev->total_allocated = to_int(lex_number(r, "a number"));
+                    ev->total_allocated = lex_int(r, "a number");
                     ev->mem |= MEM_ALLOCATED;
                     handled = 1;
                 } else if (EQ(k, "tally mem flags")) {
-                    ev->mflags = (unsigned)to_int(lex_number(r, "a number")) &
+                    ev->mflags = (unsigned)lex_int(r, "a number") &
                                  (TL_MEM_LABEL | TL_MEM_LIVE | TL_MEM_UNMATCHED | TL_MEM_REUSED |
                                   TL_MEM_RESERVE);
                     handled = 1;
@@ -1031,32 +1132,32 @@ static void parse_args(jr *r, raw_event *ev)
                 break;
             case 13:
                 if (EQ(k, "tally samples")) {
-                    ev->samples = to_int(lex_number(r, "a number"));
+                    ev->samples = lex_int(r, "a number");
                     ev->have_samples = 1;
                     handled = 1;
                 }
                 break;
             case 17:
                 if (EQ(k, "current_allocated")) {
-                    ev->total_allocated = to_int(lex_number(r, "a number"));
+                    ev->total_allocated = lex_int(r, "a number");
                     ev->mem |= MEM_ALLOCATED;
                     handled = 1;
                 }
                 break;
             case 16:
                 if (EQ(k, "current_reserved")) {
-                    ev->total_reserved = to_int(lex_number(r, "a number"));
+                    ev->total_reserved = lex_int(r, "a number");
                     ev->mem |= MEM_RESERVED;
                     handled = 1;
                 }
                 break;
             case 6:
                 if (EQ(k, "device")) {
-                    ev->device = to_int(lex_number(r, "a number"));
+                    ev->device = lex_int(r, "a number");
                     ev->have_device = 1;
                     handled = 1;
                 } else if (EQ(k, "stream")) {
-                    ev->stream = to_int(lex_number(r, "a number"));
+                    ev->stream = lex_int(r, "a number");
                     ev->have_stream = 1;
                     handled = 1;
                 }
@@ -1133,7 +1234,7 @@ static void parse_event_fields(jr *r, raw_event *ev)
                 jstr v = lex_string(r);
                 ev->ph = v.len ? v.p[0] : 0;
             } else if (EQ(k, "ts")) {
-                ev->ts = us_to_ns(lex_number(r, "a number (ts)"));
+                ev->ts = lex_us_ns(r, "a number (ts)");
                 ev->have_ts = 1;
             } else if (EQ(k, "id")) {
                 lex_id(r, &ev->id);
@@ -1154,7 +1255,7 @@ static void parse_event_fields(jr *r, raw_event *ev)
             } else if (EQ(k, "tid")) {
                 lex_id(r, &ev->tid);
             } else if (EQ(k, "dur")) {
-                ev->dur = us_to_ns(lex_number(r, "a number (dur)"));
+                ev->dur = lex_us_ns(r, "a number (dur)");
                 ev->have_dur = 1;
             } else
                 handled = 0;
@@ -1791,7 +1892,7 @@ static void parse_device_props(jr *r)
                 expect(r, ':', "':' after a key");
                 char c = peek(r, "a value");
                 if (c != '"' && c != '{' && c != '[' && c != 't' && c != 'f' && c != 'n') {
-                    int64_t v = to_int(lex_number(r, "a number"));
+                    int64_t v = lex_int(r, "a number");
                     if (EQ(k, "id"))
                         id = v;
                     else if (EQ(k, "totalGlobalMem"))
@@ -1841,7 +1942,7 @@ static void parse_thread_loss(jr *r, struct tl_thread_loss *l)
         expect(r, ':', "':' after a key");
         char c = peek(r, "a value");
         if (c != '"' && c != '{' && c != '[' && c != 't' && c != 'f' && c != 'n') {
-            int64_t v = to_int(lex_number(r, "a number"));
+            int64_t v = lex_int(r, "a number");
             if (EQ(k, "tid"))
                 l->tid = v;
             else if (EQ(k, "dropped"))
@@ -1925,7 +2026,7 @@ static void parse_tally_member(jr *r)
         } else if (c == '[' && EQ(k, "thread_losses")) {
             parse_thread_losses(r);
         } else if (c != '{' && c != '[' && c != 't' && c != 'f' && c != 'n') {
-            int64_t v = to_int(lex_number(r, "a number"));
+            int64_t v = lex_int(r, "a number");
             if (EQ(k, "pid"))
                 t->pid = v;
             else if (EQ(k, "no_wall_clock"))
@@ -1955,7 +2056,7 @@ static void parse_dist_info(jr *r)
         expect(r, ':', "':' after a key");
         char c = peek(r, "a value");
         if ((EQ(k, "rank") || EQ(k, "world_size")) && c != '"' && c != '{' && c != '[') {
-            int64_t v = to_int(lex_number(r, "a number"));
+            int64_t v = lex_int(r, "a number");
             if (EQ(k, "rank"))
                 r->t->rank = (int32_t)v;
             else
@@ -2096,7 +2197,7 @@ static int run(jr *r)
             } else if (EQ(k, "tally") && c == '{') {
                 parse_tally_member(r);
             } else if (EQ(k, "baseTimeNanoseconds") && c != '"' && c != '{' && c != '[') {
-                r->t->wall_offset = to_int(lex_number(r, "a number"));
+                r->t->wall_offset = lex_int(r, "a number");
             } else {
                 skip_value(r);
             }

@@ -7,6 +7,7 @@
  * wall_offset. */
 #include "insight_fixture.h"
 #include "testlib.h"
+#include "trace/checked.h"
 #include "trace/model.h"
 
 #include <stdio.h>
@@ -546,6 +547,148 @@ TEST(timestamps_are_exact_nanoseconds)
     CHECK_EQ_INT(t0, -5500);
     CHECK_EQ_INT(t1, 1700000000000000123LL + 12346);
     tl_trace_free(&t);
+}
+
+/* Numbers of every shape the reader meets (signs, 1 to 21 integer digits, leading zeros,
+ * decimals, exponents, values at the limits) as "ts", "dur" and a runtime call's "correlation",
+ * against the rules written out here apart from the reader: µs -> ns keeps the integer digits
+ * and the first three decimals exactly and rounds half up at the fourth, unless the number has
+ * an exponent or so many digits that the digits before the last pass TL_TIME_MAX / 10000 (then
+ * a double, rounded to the nearest ns); an integer is exact unless it has a fraction, an
+ * exponent or digits before the last past (INT64_MAX - 9) / 10 (then a double, truncated and
+ * saturated). Times saturate at +-TL_TIME_MAX. */
+typedef struct num_parts {
+    int neg, nint, nfrac, exp;
+    uint64_t prefix; /* the integer digits but the last, saturating */
+    uint64_t value;  /* all the integer digits, saturating */
+    const char *frac;
+} num_parts;
+
+static num_parts split_number(const char *s)
+{
+    num_parts p = {0};
+    p.neg = *s == '-';
+    s += p.neg;
+    for (; *s >= '0' && *s <= '9'; s++, p.nint++) {
+        p.prefix = p.value;
+        p.value =
+            p.value > (UINT64_MAX - 9) / 10 ? UINT64_MAX : p.value * 10 + (uint64_t)(*s - '0');
+    }
+    if (*s == '.') {
+        p.frac = ++s;
+        for (; *s >= '0' && *s <= '9'; s++)
+            p.nfrac++;
+    }
+    p.exp = *s == 'e' || *s == 'E';
+    return p;
+}
+
+static int64_t clamp_time(int64_t v)
+{
+    return v > TL_TIME_MAX ? TL_TIME_MAX : v < -TL_TIME_MAX ? -TL_TIME_MAX : v;
+}
+
+static int64_t want_us_ns(const char *s)
+{
+    num_parts p = split_number(s);
+    if (p.exp || p.prefix > (uint64_t)TL_TIME_MAX / 10000) {
+        double d = strtod(s, NULL) * 1000.0;
+        return clamp_time(tl_d_to_i64(d < 0 ? d - 0.5 : d + 0.5));
+    }
+    int64_t v = (int64_t)p.value * 1000;
+    for (int k = 0, scale = 100; k < 3; k++, scale /= 10)
+        v += k < p.nfrac ? (p.frac[k] - '0') * scale : 0;
+    if (p.nfrac > 3 && p.frac[3] >= '5')
+        v++;
+    return clamp_time(p.neg ? -v : v);
+}
+
+static int64_t want_int(const char *s)
+{
+    num_parts p = split_number(s);
+    if (p.exp || p.nfrac || p.prefix > (uint64_t)(INT64_MAX - 9) / 10)
+        return tl_d_to_i64(strtod(s, NULL));
+    return p.neg ? -(int64_t)p.value : (int64_t)p.value;
+}
+
+/* A number of a random shape into buf. */
+static void random_number(char *buf, uint64_t *rng, int sign_ok)
+{
+    static const char *const edges[] = {"461168601842738",      "461168601842739",
+                                        "4611686018427387",     "4611686018427388",
+                                        "922337203685477580",   "922337203685477579",
+                                        "9223372036854775807",  "9223372036854775808",
+                                        "18446744073709551615", "0"};
+    *rng = *rng * 6364136223846793005ULL + 1442695040888963407ULL;
+    uint64_t x = *rng >> 11;
+    char *o = buf;
+    if (sign_ok && x % 5 == 0)
+        *o++ = '-';
+    if (x % 7 == 0) {
+        o += sprintf(o, "%s%s", edges[(x >> 8) % 10], (x >> 12) % 2 ? "" : "9");
+    } else {
+        int n = 1 + (int)((x >> 8) % 21);
+        for (int k = 0; k < n; k++) {
+            *rng = *rng * 6364136223846793005ULL + 1442695040888963407ULL;
+            *o++ = (char)('0' + (x % 3 == 0 ? 9 : (*rng >> 33) % 10));
+        }
+    }
+    if ((x >> 20) % 3 == 0) {
+        *o++ = '.';
+        int n = 1 + (int)((x >> 24) % 7);
+        for (int k = 0; k < n; k++)
+            *o++ = (char)('0' + (x >> (28 + 3 * k)) % 10);
+    }
+    if ((x >> 50) % 10 == 0)
+        o += sprintf(o, "e%s%d", (x >> 45) % 2 ? "-" : "", (int)((x >> 40) % 14));
+    *o = 0;
+}
+
+TEST(numbers_of_every_shape)
+{
+    enum { N = 3000 };
+    static char ts[N][64], dur[N][64], corr[N][64];
+    uint64_t rng = 12345;
+    size_t cap = (size_t)N * 400, n = 0;
+    char *json = malloc(cap);
+    n += (size_t)snprintf(json + n, cap - n, "{\"traceEvents\": [\n");
+    for (int i = 0; i < N; i++) {
+        random_number(ts[i], &rng, 1);
+        random_number(dur[i], &rng, 0);
+        random_number(corr[i], &rng, 1);
+        /* the time on one event (its end is clamped with it), the duration on one at 0 */
+        n += (size_t)snprintf(
+            json + n, cap - n,
+            "%s{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"n%d\",\"pid\":1,"
+            "\"tid\":1,\"ts\":%s,\"dur\":0,\"args\":{\"correlation\":%s}}\n"
+            ",{\"ph\":\"X\",\"name\":\"d%d\",\"pid\":1,\"tid\":2,\"ts\":0,\"dur\": "
+            "%s }\n",
+            i ? "," : "", i, ts[i], corr[i], i, dur[i]);
+    }
+    snprintf(json + n, cap - n, "]}");
+    tl_trace t;
+    tl_error err;
+    CHECK_EQ_INT(read_json(&t, json, &err), 0);
+    int bad = 0;
+    for (int i = 0; i < N && bad < 10; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "n%d", i);
+        const tl_event *e = ev(&t, name);
+        snprintf(name, sizeof name, "d%d", i);
+        const tl_event *d = ev(&t, name);
+        int64_t w_ts = want_us_ns(ts[i]), w_dur = want_us_ns(dur[i]), w_corr = want_int(corr[i]);
+        if (e->ts != w_ts || d->dur != w_dur || e->corr != w_corr) {
+            fprintf(stderr,
+                    "  n%d: ts %s -> %lld (want %lld), dur %s -> %lld (want %lld), "
+                    "correlation %s -> %lld (want %lld)\n",
+                    i, ts[i], (long long)e->ts, (long long)w_ts, dur[i], (long long)d->dur,
+                    (long long)w_dur, corr[i], (long long)e->corr, (long long)w_corr);
+            bad++;
+        }
+    }
+    CHECK_EQ_INT(bad, 0);
+    tl_trace_free(&t);
+    free(json);
 }
 
 /* An X event without "dur" lasts 0 ns, and so does one with a negative "dur". */
@@ -1349,6 +1492,7 @@ int main(void)
     RUN(kineto_2021_capitalised_categories);
     RUN(kineto_step_dataloader_optimizer_names);
     RUN(timestamps_are_exact_nanoseconds);
+    RUN(numbers_of_every_shape);
     RUN(missing_or_negative_dur_is_zero);
     RUN(begin_end_pairs_nest);
     RUN(unmatched_end_and_unclosed_begin);
