@@ -888,6 +888,20 @@ static inline uint64_t digits_value(const char *p, size_t n)
     return v;
 }
 
+/* The integer digits of the number at r->pos (after blanks; r->pos is left at its start): the
+ * index past them, their value in *u (UINT64_MAX when there are none or more than 19: a
+ * uint64 holds 19) and whether a '-' comes first. */
+static inline size_t int_digits(jr *r, const char *what, uint64_t *u, int *neg)
+{
+    peek(r, what);
+    const char *b = r->buf;
+    size_t d = r->pos + (b[r->pos] == '-');
+    size_t e = skip_digits(b, d, r->len);
+    *u = e > d && e - d <= 19 ? digits_value(b + d, e - d) : UINT64_MAX;
+    *neg = d > r->pos;
+    return e;
+}
+
 /* The number at r->pos as an int64, as to_int(lex_number(r, what)) gives it, in one pass where
  * it is a plain integer of at most 19 digits followed by a delimiter and to_int would not
  * saturate (it does once the digits before the last pass (INT64_MAX - 9) / 10: they only grow);
@@ -895,16 +909,13 @@ static inline uint64_t digits_value(const char *p, size_t n)
  * two-pass way, which reports errors and asks for more input as it always did. */
 static int64_t lex_int(jr *r, const char *what)
 {
-    peek(r, what);
-    const char *b = r->buf;
-    size_t len = r->len, d = r->pos + (b[r->pos] == '-');
-    size_t e = skip_digits(b, d, len);
-    uint64_t u = e > d && e - d <= 19 ? digits_value(b + d, e - d) : UINT64_MAX;
-    if (u / 10 <= (uint64_t)(INT64_MAX - 9) / 10 && e < len && is_delim[(unsigned char)b[e]]) {
-        int64_t v = (int64_t)u;
-        int neg = d > r->pos;
+    uint64_t u;
+    int neg;
+    size_t e = int_digits(r, what, &u, &neg);
+    if (u / 10 <= (uint64_t)(INT64_MAX - 9) / 10 && e < r->len &&
+        is_delim[(unsigned char)r->buf[e]]) {
         r->pos = e;
-        return neg ? -v : v;
+        return neg ? -(int64_t)u : (int64_t)u;
     }
     return to_int(lex_number(r, what));
 }
@@ -916,11 +927,11 @@ static int64_t lex_int(jr *r, const char *what)
  * way, as lex_int. */
 static int64_t lex_us_ns(jr *r, const char *what)
 {
-    peek(r, what);
+    uint64_t u;
+    int neg;
+    size_t i = int_digits(r, what, &u, &neg);
     const char *b = r->buf;
-    size_t len = r->len, d = r->pos + (b[r->pos] == '-');
-    size_t i = skip_digits(b, d, len);
-    uint64_t u = i > d && i - d <= 19 ? digits_value(b + d, i - d) : UINT64_MAX;
+    size_t len = r->len;
     int ok = u / 10 <= (uint64_t)TL_TIME_MAX / 10000;
     int64_t ip = ok ? (int64_t)u : 0;
     int64_t frac = 0;
@@ -939,7 +950,6 @@ static int64_t lex_us_ns(jr *r, const char *what)
     if (!ok || i >= len || !is_delim[(unsigned char)b[i]])
         return us_to_ns(lex_number(r, what));
     int64_t v = ip * 1000 + (nd == 1 ? frac * 100 : nd == 2 ? frac * 10 : frac);
-    int neg = d > r->pos;
     r->pos = i;
     return tl_clamp_time(neg ? -v : v);
 }
