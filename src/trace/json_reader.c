@@ -2849,26 +2849,34 @@ static int merge_window(jr *d, pread_t *P, const size_t *cut, int k, uint64_t *o
     return w;
 }
 
-/* The window at *off, parsed (parse_window). Its text is the file's pages mapped where the file
- * goes on past it (no copy from the page cache: that copy was a fifth of a parallel read's time,
- * all of it in the driver's thread; the parts fault the pages in, each its own), else read into
- * P->buf. A private mapping one byte longer takes the NUL the lexer stops at. */
+/* The window at *off, parsed (parse_window). Its text is the file's pages mapped (no copy from
+ * the page cache: that copy was a fifth of a parallel read's time, all of it in the driver's
+ * thread; the parts fault the pages in, each its own), else read into P->buf (made when first
+ * needed). A private mapping one byte longer takes the NUL the lexer stops at: where the file
+ * goes on past the window, or, for the last window, where the file's end is inside a page (the
+ * rest of that page maps as zeros; a byte on a page past the end could not be touched). */
 static int read_window(jr *d, pread_t *P, uint64_t *off, int *state)
 {
     size_t len = 0;
     char *win = NULL, *map = NULL;
     size_t maplen = 0;
     long page = sysconf(_SC_PAGESIZE);
-    if (page > 0 && *off + P->cap < P->file_size) {
+    size_t want = *off + P->cap < P->file_size ? P->cap : (size_t)(P->file_size - *off);
+    if (page > 0 && *off < P->file_size &&
+        (want == P->cap ? *off + P->cap < P->file_size : P->file_size % (uint64_t)page != 0)) {
         uint64_t at = *off - *off % (uint64_t)page;
-        maplen = (size_t)(*off - at) + P->cap + 1;
+        maplen = (size_t)(*off - at) + want + 1;
         void *m = mmap(NULL, maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE, d->fd, (off_t)at);
         if (m != MAP_FAILED) {
             map = m;
             win = map + (*off - at);
-            len = P->cap;
+            len = want;
             win[len] = 0;
         }
+    }
+    if (!win && !P->buf && !(P->buf = tl_big_alloc(P->cap + 1))) {
+        tl_error_setc(d->err, TL_ERR_NOMEM, "%s: out of memory", d->name);
+        return W_FAIL;
     }
     if (!win) {
         win = P->buf;
@@ -2890,6 +2898,19 @@ static int read_window(jr *d, pread_t *P, uint64_t *off, int *state)
     if (map)
         munmap(map, maplen);
     return w;
+}
+
+/* Give back the whole pages of [p, p + n) (heap memory whose contents are no longer needed:
+ * they read as zeros when touched again). */
+static void discard_pages(char *p, size_t n)
+{
+    long ps = sysconf(_SC_PAGESIZE);
+    if (!p || ps <= 0)
+        return;
+    uintptr_t page = (uintptr_t)ps;
+    uintptr_t a = ((uintptr_t)p + page - 1) & ~(page - 1), b = ((uintptr_t)p + n) & ~(page - 1);
+    if (b > a)
+        madvise((void *)a, b - a, MADV_DONTNEED); /* advice: if it fails, the pages stay */
 }
 
 /* Go on reading from file offset off, with an empty buffer. */
@@ -2935,13 +2956,13 @@ static int run_parallel(jr *d, int threads, size_t part_bytes)
     P.n = threads;
     P.cap = (size_t)threads * part_bytes;
     P.parts = calloc((size_t)threads, sizeof *P.parts);
-    P.buf = tl_big_alloc(P.cap + 1);
-    if (!P.parts || !P.buf) { /* on in one pass */
-        free(P.parts);
-        free(P.buf);
+    if (!P.parts) { /* on in one pass */
         d->mode = JR_WHOLE;
         return run(d);
     }
+    /* The driver's buffer (a whole block, read for the members before traceEvents) is read
+     * again only for an element longer than a window: its pages go back until then. */
+    discard_pages(d->buf, d->cap + 1);
     for (int j = 0; j < threads; j++)
         tl_trace_init(&P.parts[j].t);
     while (rc == RUN_ELEMENT) {

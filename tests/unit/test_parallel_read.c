@@ -206,6 +206,41 @@ TEST(bad_input_gives_the_one_pass_message)
     free(text);
 }
 
+/* The last window is the file's pages mapped when the file ends inside a page (the rest of the
+ * page reads as zeros: the lexer's NUL), and read into a buffer when it ends on a page boundary
+ * (a byte past it could not be touched): files padded to end a byte before, at and after a
+ * multiple of the page size, cut in windows of many sizes, read as one pass reads them. */
+TEST(last_window_at_and_beside_a_page_boundary)
+{
+    static const int parts[] = {300, 1000, 4096};
+    long page = sysconf(_SC_PAGESIZE);
+    CHECK(page > 0);
+    char path[256];
+    snprintf(path, sizeof path, "%s/page.json", tmpdir);
+    for (int n = 40; n <= 400 && page > 0 && !test_failures; n += 120) {
+        rnd_state = 31u * (unsigned)n;
+        make_trace(path, n, 1, n, 0);
+        size_t len = 0;
+        char *text = test_read_file(path, &len);
+        CHECK(text != NULL);
+        if (!text)
+            return;
+        size_t end = (len / (size_t)page + 1) * (size_t)page;
+        for (size_t want = end - 1; want <= end + 1; want++) {
+            FILE *f = fopen(path, "w");
+            CHECK(f != NULL);
+            if (!f)
+                break;
+            fwrite(text, 1, len, f);
+            for (size_t k = len; k < want; k++) /* blanks after the document */
+                fputc(k % 64 ? ' ' : '\n', f);
+            fclose(f);
+            check_file(path, parts, 3, 0);
+        }
+        free(text);
+    }
+}
+
 /* Numbers a part's stand-in for a name's id could equal (INT64_MIN and near it, as a pid, a
  * tid, a stream or a flow id; -1e300 saturates there): read in one pass from there on, the
  * same model. (The fuzz target found the stream.) */
@@ -263,6 +298,7 @@ int main(void)
     CHECK(mkdtemp(tmpdir) != NULL);
     RUN(random_traces_read_the_same_with_any_threads);
     RUN(bad_input_gives_the_one_pass_message);
+    RUN(last_window_at_and_beside_a_page_boundary);
     RUN(numbers_like_a_parts_stand_ins_read_the_same);
     char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
