@@ -676,33 +676,31 @@ typedef struct ops_made {
 _Static_assert(sizeof(const char *) <= sizeof(int64_t), "a name fits a word");
 
 /* A row (and its memory sums) to its words (pack) or back; the number of words a row has
- * under P (a, m and w may be NULL then). The name's pointer is the first word. */
+ * under P (w NULL: only that). The name's pointer is the first word. */
 static int row_words(const ops_put *P, ops_row *a, ops_mem *m, int64_t *w, int pack)
 {
     int64_t *f[10];
     int n = 0;
-    int64_t shapes = a ? a->shapes : 0;
-    if (a) {
-        f[n++] = &a->count;
-        f[n++] = &a->self_cpu;
-        f[n++] = &a->cpu;
-        if (P->has_cuda) {
-            f[n++] = &a->self_cuda;
-            f[n++] = &a->cuda;
-        }
-        if (P->by_shape)
-            f[n++] = &shapes;
-        if (P->nmem) {
-            f[n++] = &m->cpu;
-            f[n++] = &m->self_cpu;
-        }
-        if (P->has_cuda_mem) {
-            f[n++] = &m->cuda;
-            f[n++] = &m->self_cuda;
-        }
-    } else {
-        return 4 + 2 * P->has_cuda + P->by_shape + 2 * P->nmem + 2 * P->has_cuda_mem;
+    int64_t shapes = a->shapes;
+    f[n++] = &a->count;
+    f[n++] = &a->self_cpu;
+    f[n++] = &a->cpu;
+    if (P->has_cuda) {
+        f[n++] = &a->self_cuda;
+        f[n++] = &a->cuda;
     }
+    if (P->by_shape)
+        f[n++] = &shapes;
+    if (P->nmem) {
+        f[n++] = &m->cpu;
+        f[n++] = &m->self_cpu;
+    }
+    if (P->has_cuda_mem) {
+        f[n++] = &m->cuda;
+        f[n++] = &m->self_cuda;
+    }
+    if (!w)
+        return 1 + n;
     if (pack) {
         memcpy(&w[0], &a->name, sizeof a->name);
         for (int k = 0; k < n; k++)
@@ -938,7 +936,7 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
         m->shapes = X.shapes; /* the table's now */
         memset(&X.shapes, 0, sizeof X.shapes);
         m->put.shapes = &m->shapes;
-        m->stride = row_words(&m->put, NULL, NULL, NULL, 0);
+        m->stride = row_words(&m->put, &(ops_row){0}, &(ops_mem){0}, NULL, 0);
         int fits = (size_t)m->stride * sizeof(int64_t) <= sizeof(ops_row);
         m->w = fits ? (int64_t *)(void *)rows : malloc((nrows ? nrows : 1) * (size_t)m->stride * 8);
         if (!m->w) {

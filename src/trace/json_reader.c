@@ -639,6 +639,28 @@ static double token_double(jstr s)
     return strtod(tmp, NULL);
 }
 
+static inline int is_digit(char c)
+{
+    return (unsigned char)(c - '0') < 10;
+}
+
+/* The decimals of a number of microseconds from p[i] (past the '.') as ns: the first three
+ * exactly, the fourth rounding half up, the rest dropped; the index past them. */
+static size_t frac_ns(const char *p, size_t i, size_t len, int64_t *ns)
+{
+    int64_t frac = 0;
+    int nd = 0;
+    for (; i < len && is_digit(p[i]); i++) {
+        if (nd < 3)
+            frac = frac * 10 + (p[i] - '0');
+        else if (nd == 3 && p[i] >= '5')
+            frac++; /* round half up at the 4th digit */
+        nd += nd < 4;
+    }
+    *ns = nd == 1 ? frac * 100 : nd == 2 ? frac * 10 : frac;
+    return i;
+}
+
 /* A number in microseconds -> int64 ns, exactly for plain decimals (no double rounding),
  * clamped to +-TL_TIME_MAX. */
 static int64_t us_to_ns(jstr s)
@@ -658,32 +680,13 @@ static int64_t us_to_ns(jstr s)
         i++;
     }
     int64_t frac = 0;
-    int nd = 0;
-    if (i < s.len && s.p[i] == '.') {
-        i++;
-        while (i < s.len && s.p[i] >= '0' && s.p[i] <= '9') {
-            if (nd < 3) {
-                frac = frac * 10 + (s.p[i] - '0');
-                nd++;
-            } else if (nd == 3) {
-                if (s.p[i] >= '5')
-                    frac++; /* round half up at the 4th digit */
-                nd++;
-            }
-            i++;
-        }
-    }
+    if (i < s.len && s.p[i] == '.')
+        i = frac_ns(s.p, i + 1, s.len, &frac);
     if (i < s.len || big) { /* exponent, or too large: fall back to double */
         double d = token_double(s) * 1000.0;
         return tl_clamp_time(tl_d_to_i64(d < 0 ? d - 0.5 : d + 0.5));
     }
-    int64_t v = ip * 1000;
-    if (nd == 1)
-        v += frac * 100;
-    else if (nd == 2)
-        v += frac * 10;
-    else if (nd >= 3)
-        v += frac;
+    int64_t v = ip * 1000 + frac;
     return tl_clamp_time(neg ? -v : v);
 }
 
@@ -707,11 +710,6 @@ static int64_t to_int(jstr s)
     if (i < s.len || big)
         return tl_d_to_i64(token_double(s));
     return neg ? -v : v;
-}
-
-static inline int is_digit(char c)
-{
-    return (unsigned char)(c - '0') < 10;
 }
 
 /* The first i' >= i with b[i'] not an ASCII digit (or len): 8 bytes at a time while 8 are in
@@ -935,21 +933,14 @@ static int64_t lex_us_ns(jr *r, const char *what)
     int ok = u / 10 <= (uint64_t)TL_TIME_MAX / 10000;
     int64_t ip = ok ? (int64_t)u : 0;
     int64_t frac = 0;
-    int nd = 0;
     if (ok && i < len && b[i] == '.') {
-        size_t f = ++i;
-        for (; i < len && is_digit(b[i]); i++) {
-            if (nd < 3)
-                frac = frac * 10 + (b[i] - '0');
-            else if (nd == 3 && b[i] >= '5')
-                frac++; /* round half up at the 4th digit */
-            nd += nd < 4;
-        }
+        size_t f = i + 1;
+        i = frac_ns(b, f, len, &frac);
         ok = i > f;
     }
     if (!ok || i >= len || !is_delim[(unsigned char)b[i]])
         return us_to_ns(lex_number(r, what));
-    int64_t v = ip * 1000 + (nd == 1 ? frac * 100 : nd == 2 ? frac * 10 : frac);
+    int64_t v = ip * 1000 + frac;
     r->pos = i;
     return tl_clamp_time(neg ? -v : v);
 }
