@@ -368,40 +368,78 @@ static void shape_set_free(shape_set *ss)
 /* One row of the table, while the view aggregates (80 bytes: a trace of a million distinct
  * names has a million of them). */
 typedef struct ops_row {
-    const char *name; /* the trace's string or a literal */
-    uint32_t shapes;  /* index in the shape_set (group_by_shape), else 0 */
-    uint8_t late;     /* gpu_user_annotation: after device work with the same span */
-    uint8_t device;   /* a device row */
-    uint8_t annot;    /* user annotation */
-    int64_t first_ts, first_end;
-    uint32_t first_ev; /* an event, or nev + a [memory] record (nev <= INT32_MAX) */
+    int64_t cpu, self_cpu, cuda, self_cuda;
+    uint32_t count;    /* at most one an event (nev <= INT32_MAX) */
+    uint32_t name;     /* string id, or one of the *_NAME_IDs below */
+    uint32_t shapes;   /* index in the shape_set (group_by_shape), else 0 */
+    uint32_t first_ev; /* its first appearance: an event, or FIRST_MEMREC | a [memory]
+                          record's event; its start and end are read from there */
     uint32_t orig;     /* the row's index when made: its memory sums are mem[orig] */
-    int64_t count, cpu, self_cpu, cuda, self_cuda;
+    uint8_t late;      /* gpu_user_annotation: after device work with the same span */
+    uint8_t device;    /* a device row */
+    uint8_t annot;     /* user annotation */
 } ops_row;
-_Static_assert(sizeof(ops_row) == 80, "an ops row is 80 bytes");
+_Static_assert(sizeof(ops_row) == 56, "an ops row is 56 bytes");
+
+#define STEP_NAME_ID   UINT32_MAX
+#define MEMORY_NAME_ID (UINT32_MAX - 1)
+#define OOM_NAME_ID    (UINT32_MAX - 2)
+#define FIRST_MEMREC   (1u << 31) /* first_ev of a [memory] row: its event has a lower index */
+
+/* A row's name: the trace's string or a literal. */
+static const char *row_name(const tl_trace *t, const ops_row *a)
+{
+    switch (a->name) {
+    case STEP_NAME_ID:
+        return "ProfilerStep*";
+    case MEMORY_NAME_ID:
+        return "[memory]";
+    case OOM_NAME_ID:
+        return "[OutOfMemory]";
+    }
+    return tl_str(&t->strings, a->name);
+}
 
 /* A row's memory sums: made only for a trace with [memory] events. */
 typedef struct ops_mem {
     int64_t cpu, self_cpu, cuda, self_cuda;
 } ops_mem;
 
-static int row_order(const void *pa, const void *pb)
+/* Where first_ev starts and ends: an event's span on its device (tl_ops_device_span), a
+ * [memory] record's time for both. */
+static void first_span(const tl_trace *t, uint32_t first_ev, int64_t *ts, int64_t *end)
+{
+    if (first_ev & FIRST_MEMREC) {
+        *ts = *end = t->ev[first_ev & ~FIRST_MEMREC].ts;
+        return;
+    }
+    int64_t dur;
+    tl_ops_device_span(t, &t->ev[first_ev], ts, &dur);
+    *end = *ts + dur;
+}
+
+/* Rows by first appearance: start, the longer first, Kineto's late annotations after, then
+ * the event (a total order: no two rows share their first event). */
+static int row_order(const void *pa, const void *pb, void *pt)
 {
     const ops_row *a = pa, *b = pb;
-    if (a->first_ts != b->first_ts)
-        return a->first_ts < b->first_ts ? -1 : 1;
-    if (a->first_end != b->first_end)
-        return a->first_end > b->first_end ? -1 : 1;
+    const tl_trace *t = pt;
+    int64_t ats, aend, bts, bend;
+    first_span(t, a->first_ev, &ats, &aend);
+    first_span(t, b->first_ev, &bts, &bend);
+    if (ats != bts)
+        return ats < bts ? -1 : 1;
+    if (aend != bend)
+        return aend > bend ? -1 : 1;
     /* Kineto derives gpu_user_annotations from their kernels and lists them after */
     if (a->late != b->late)
         return a->late - b->late;
     return (a->first_ev > b->first_ev) - (a->first_ev < b->first_ev);
 }
 
-/* The reverse of row_order (a total order: no two rows share their first event). */
-static int row_order_rev(const void *pa, const void *pb)
+static int row_order_rev(const void *pa, const void *pb, void *pt)
 {
-    return row_order(pb, pa);
+    return row_order(pb, pa, pt);
 }
 
 /* ---- per event: shared with the SQLite export (ops_events.h) ---------------------------- */
@@ -497,10 +535,6 @@ void tl_ops_times(const tl_trace *t, const tl_ops_event *in, tl_ops_add_fn add, 
 
 /* ---- the table --------------------------------------------------------------------------- */
 
-#define STEP_NAME_ID   UINT32_MAX
-#define MEMORY_NAME_ID (UINT32_MAX - 1)
-#define OOM_NAME_ID    (UINT32_MAX - 2)
-
 /* The grouping state of one call. */
 typedef struct ops_ctx {
     const tl_trace *t;
@@ -515,9 +549,10 @@ typedef struct ops_ctx {
     shape_set shapes;
 } ops_ctx;
 
-/* The row for (name, class, shapes), created with v's first appearance; -1 when OOM. */
-static int32_t row_for(ops_ctx *x, uint32_t nameid, const char *name, int device, int annot,
-                       uint32_t shapes, int late, int64_t ts, int64_t end, uint32_t ev)
+/* The row for (name, class, shapes), created with its first appearance (ev, spanning ts to
+ * end; see first_span); -1 when OOM. */
+static int32_t row_for(ops_ctx *x, uint32_t nameid, int device, int annot, uint32_t shapes,
+                       int late, int64_t ts, int64_t end, uint32_t ev)
 {
     int cls = device * 2 + annot;
     uint64_t key = tl_key2(nameid, shapes);
@@ -531,11 +566,10 @@ static int32_t row_for(ops_ctx *x, uint32_t nameid, const char *name, int device
     int32_t r = slot ? *slot - 1 : tl_keymap_get(&x->maps[cls], key);
     if (r >= 0) {
         ops_row *a = &x->rows[r];
-        if (ts < a->first_ts || (ts == a->first_ts && end > a->first_end)) {
-            a->first_ts = ts;
-            a->first_end = end;
+        int64_t first_ts, first_end;
+        first_span(x->t, a->first_ev, &first_ts, &first_end);
+        if (ts < first_ts || (ts == first_ts && end > first_end))
             a->first_ev = ev;
-        }
         return r;
     }
     if (x->nrows == x->cap) {
@@ -553,13 +587,11 @@ static int32_t row_for(ops_ctx *x, uint32_t nameid, const char *name, int device
         x->cap = nc;
     }
     r = (int32_t)x->nrows++;
-    x->rows[r] = (ops_row){.name = name,
+    x->rows[r] = (ops_row){.name = nameid,
                            .shapes = shapes,
-                           .device = device,
-                           .annot = annot,
-                           .late = late,
-                           .first_ts = ts,
-                           .first_end = end,
+                           .device = (uint8_t)device,
+                           .annot = (uint8_t)annot,
+                           .late = (uint8_t)late,
                            .first_ev = ev,
                            .orig = (uint32_t)r};
     if (x->mem)
@@ -627,6 +659,7 @@ typedef struct ops_put {
     int has_cuda, nmem, has_cuda_mem, by_shape;
     int64_t sum_self_cpu, sum_self_cuda;
     const shape_set *shapes;
+    const tl_trace *t; /* the names */
 } ops_put;
 
 /* Row r of tab from a row and its memory sums. */
@@ -634,7 +667,7 @@ static void put_row(tl_table *tab, int r, const ops_put *P, const ops_row *a, co
 {
     const int *map = P->map;
     /* the trace's string or a literal: the table is freed before the trace */
-    tl_table_str_ref(tab, r, map[K_NAME], a->name);
+    tl_table_str_ref(tab, r, map[K_NAME], row_name(P->t, a));
     if (P->sum_self_cpu > 0) {
         tl_table_pct(tab, r, map[K_SELF_CPU_PCT],
                      100.0 * (double)a->self_cpu / (double)P->sum_self_cpu);
@@ -673,16 +706,15 @@ typedef struct ops_made {
     int stride;
 } ops_made;
 
-_Static_assert(sizeof(const char *) <= sizeof(int64_t), "a name fits a word");
-
 /* A row (and its memory sums) to its words (pack) or back; the number of words a row has
- * under P (w NULL: only that). The name's pointer is the first word. */
+ * under P (w NULL: only that). The name's id is the first word. */
 static int row_words(const ops_put *P, ops_row *a, ops_mem *m, int64_t *w, int pack)
 {
-    int64_t *f[10];
+    int64_t *f[11];
     int n = 0;
-    int64_t shapes = a->shapes;
-    f[n++] = &a->count;
+    int64_t name = a->name, count = a->count, shapes = a->shapes;
+    f[n++] = &name;
+    f[n++] = &count;
     f[n++] = &a->self_cpu;
     f[n++] = &a->cpu;
     if (P->has_cuda) {
@@ -700,18 +732,18 @@ static int row_words(const ops_put *P, ops_row *a, ops_mem *m, int64_t *w, int p
         f[n++] = &m->self_cuda;
     }
     if (!w)
-        return 1 + n;
+        return n;
     if (pack) {
-        memcpy(&w[0], &a->name, sizeof a->name);
         for (int k = 0; k < n; k++)
-            w[1 + k] = *f[k];
+            w[k] = *f[k];
     } else {
-        memcpy(&a->name, &w[0], sizeof a->name);
         for (int k = 0; k < n; k++)
-            *f[k] = w[1 + k];
+            *f[k] = w[k];
+        a->name = (uint32_t)name;
+        a->count = (uint32_t)count;
         a->shapes = (uint32_t)shapes;
     }
-    return 1 + n;
+    return n;
 }
 
 static void made_fill(const void *ctx, int row, tl_table *one)
@@ -764,12 +796,7 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
             nmem++;
         if (x->kind == TL_OPS_NONE)
             continue;
-        const char *nm = tl_str(&t->strings, e->name);
-        uint32_t nameid = e->name;
-        if (x->step) {
-            nm = "ProfilerStep*";
-            nameid = STEP_NAME_ID;
-        }
+        uint32_t nameid = x->step ? STEP_NAME_ID : e->name;
         int64_t ts, dur;
         tl_ops_device_span(t, e, &ts, &dur);
         uint32_t shapes = 0;
@@ -780,7 +807,7 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
             shapes = (uint32_t)si;
         }
         int device = x->kind == TL_OPS_DEVICE;
-        int32_t r = row_for(&X, nameid, nm, device, x->annot, shapes, e->cat == TL_CAT_GPU_USER, ts,
+        int32_t r = row_for(&X, nameid, device, x->annot, shapes, e->cat == TL_CAT_GPU_USER, ts,
                             ts + dur, (uint32_t)i);
         if (r < 0)
             goto oom;
@@ -866,9 +893,8 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
                 continue;
             const memrec *m = &mem[j];
             int oom_rec = (name_flags(t, named, t->ev[m->ev].name) & NM_OOM) != 0;
-            int32_t r = row_for(&X, oom_rec ? OOM_NAME_ID : MEMORY_NAME_ID,
-                                oom_rec ? "[OutOfMemory]" : "[memory]", 0, 0, 0, 0, m->ts, m->ts,
-                                (uint32_t)(n + j));
+            int32_t r = row_for(&X, oom_rec ? OOM_NAME_ID : MEMORY_NAME_ID, 0, 0, 0, 0, m->ts,
+                                m->ts, FIRST_MEMREC | (uint32_t)m->ev);
             if (r < 0)
                 goto oom;
             X.rows[r].count++;
@@ -886,8 +912,8 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
     nrows = X.nrows;
     int lazy = o && o->made_rows && nrows > 0 && nrows <= INT_MAX; /* none: held, empty */
     if (rows) /* made rows: first appearance first; held: the last first, see 6 */
-        qsort(rows, nrows, sizeof *rows, lazy ? row_order : row_order_rev);
-    ops_put P = {.nmem = nmem > 0, .by_shape = X.by_shape, .shapes = &X.shapes};
+        qsort_r(rows, nrows, sizeof *rows, lazy ? row_order : row_order_rev, (void *)t);
+    ops_put P = {.nmem = nmem > 0, .by_shape = X.by_shape, .shapes = &X.shapes, .t = t};
     for (size_t r = 0; r < nrows; r++)
         if (rows[r].self_cuda > 0)
             P.has_cuda = 1;
@@ -922,12 +948,12 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
     for (size_t k = 0; k < nrows; k++) { /* in the table's order before any sort */
         const ops_row *a = &rows[lazy ? k : nrows - 1 - k];
         if (P.sum_self_cuda > 0 && a->self_cuda > P.sum_self_cuda && !over++)
-            over_name = a->name;
+            over_name = row_name(t, a);
     }
     uint32_t nshapes = X.shapes.n;
     if (lazy) {
         /* The rows, packed to the columns shown (in place where they fit: 4 to 11 words a
-         * row against an ops_row's 10), become a table of made rows; the memory sums go into
+         * row against an ops_row's 7), become a table of made rows; the memory sums go into
          * the words and are freed. */
         ops_made *m = calloc(1, sizeof *m);
         if (!m)

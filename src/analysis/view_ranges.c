@@ -31,9 +31,11 @@ static const tl_col cols[R_NCOLS] = {
 
 typedef struct agg {
     uint32_t name;
-    int64_t calls, total, self, max, min;
+    uint32_t calls; /* at most one an event (nev <= INT32_MAX) */
+    int64_t total, self, max, min;
     int64_t first; /* the earliest start: rows of equal totals keep this order */
 } agg;
+_Static_assert(sizeof(agg) == 48, "a name's aggregate is 48 bytes");
 
 static int agg_by_first(const void *a, const void *b)
 {
