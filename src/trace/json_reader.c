@@ -339,15 +339,44 @@ static int refill(jr *r)
 
 static const unsigned char is_ws[256] = {[' '] = 1, ['\t'] = 1, ['\n'] = 1, ['\r'] = 1};
 
+/* The first byte at or after b[i] that is not whitespace, or len: 16 bytes at a time where
+ * SSE2 is there (a Kineto file's indentation: a newline and 4 to 8 spaces). */
+static inline size_t skip_ws(const char *b, size_t i, size_t len)
+{
+#ifdef __SSE2__
+    while (i + 16 <= len) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(b + i));
+        __m128i sp = _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(' ')),
+                                  _mm_cmpeq_epi8(v, _mm_set1_epi8('\n')));
+        __m128i tr = _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\t')),
+                                  _mm_cmpeq_epi8(v, _mm_set1_epi8('\r')));
+        unsigned m = (unsigned)_mm_movemask_epi8(_mm_or_si128(sp, tr)) ^ 0xFFFFu;
+        if (m)
+            return i + (size_t)__builtin_ctz(m);
+        i += 16;
+    }
+#endif
+    while (i < len && is_ws[(unsigned char)b[i]])
+        i++;
+    return i;
+}
+
 static inline char peek(jr *r, const char *expected)
 {
-    size_t i = r->pos;
-    while (i < r->len && is_ws[(unsigned char)r->buf[i]])
-        i++;
+    const char *b = r->buf;
+    size_t i = r->pos, len = r->len;
+    /* most tokens follow no whitespace or one space (", " and ": ") */
+    if (i < len && (unsigned char)b[i] > ' ')
+        return b[i];
+    if (i + 1 < len && b[i] == ' ' && (unsigned char)b[i + 1] > ' ') {
+        r->pos = i + 1;
+        return b[i + 1];
+    }
+    i = skip_ws(b, i, len);
     r->pos = i;
-    if (i >= r->len)
+    if (i >= len)
         need_more(r, expected);
-    return r->buf[i];
+    return b[i];
 }
 
 /* After a member or an element: ',' (1: another follows) or the closing bracket (0), both

@@ -1480,6 +1480,103 @@ TEST(dropped_events_add_no_tracks)
     tl_trace_free(&t);
 }
 
+/* Whitespace of every length (0 to 40 bytes) and kind (space, tab, newline, carriage return)
+ * between every two tokens, runs that straddle the reader's 4 MB blocks and a parallel read's
+ * windows: the same events as the file without it. The lexer skips whitespace 16 bytes at a
+ * time and takes a lone space on a fast path. */
+static size_t put_ws(char *doc, size_t n, uint32_t *seed)
+{
+    static const char ws[4] = {' ', '\t', '\n', '\r'};
+    *seed = *seed * 1103515245u + 12345u;
+    uint32_t len = (*seed >> 16) % 41;
+    if ((*seed >> 8 & 3) == 0) /* most often none or one space, as in Kineto's files */
+        len = (*seed >> 10) & 1;
+    for (uint32_t k = 0; k < len; k++) {
+        *seed = *seed * 1103515245u + 12345u;
+        doc[n++] = len == 1 ? ' ' : ws[(*seed >> 16) & 3];
+    }
+    return n;
+}
+
+TEST(whitespace_runs_of_every_length)
+{
+    enum { NEV = 60000 };
+    size_t cap = (size_t)NEV * 1200 + 256, n = 0;
+    char *doc = malloc(cap);
+    uint32_t seed = 7;
+    n = put_ws(doc, n, &seed);
+    n += (size_t)sprintf(doc + n, "{");
+    n = put_ws(doc, n, &seed);
+    n += (size_t)sprintf(doc + n, "\"traceEvents\"");
+    n = put_ws(doc, n, &seed);
+    n += (size_t)sprintf(doc + n, ":");
+    n = put_ws(doc, n, &seed);
+    n += (size_t)sprintf(doc + n, "[");
+    for (int i = 0; i < NEV; i++) {
+        char tok[14][24];
+        snprintf(tok[0], sizeof tok[0], "%s", i ? "," : "");
+        snprintf(tok[1], sizeof tok[1], "{");
+        snprintf(tok[2], sizeof tok[2], "\"ph\":");
+        snprintf(tok[3], sizeof tok[3], "\"X\",");
+        snprintf(tok[4], sizeof tok[4], "\"name\"");
+        snprintf(tok[5], sizeof tok[5], ":\"e%d\"", i % 97);
+        snprintf(tok[6], sizeof tok[6], ",\"tid\":");
+        snprintf(tok[7], sizeof tok[7], "%d", 1 + i % 3);
+        snprintf(tok[8], sizeof tok[8], ",\"ts\"");
+        snprintf(tok[9], sizeof tok[9], ":");
+        snprintf(tok[10], sizeof tok[10], "%d.5", 10 * i);
+        snprintf(tok[11], sizeof tok[11], ",\"dur\":");
+        snprintf(tok[12], sizeof tok[12], "%d", i % 5);
+        snprintf(tok[13], sizeof tok[13], "}");
+        for (int k = 0; k < 14; k++) {
+            n = put_ws(doc, n, &seed);
+            size_t l = strlen(tok[k]);
+            memcpy(doc + n, tok[k], l);
+            n += l;
+        }
+    }
+    n = put_ws(doc, n, &seed);
+    n += (size_t)sprintf(doc + n, "]");
+    n = put_ws(doc, n, &seed);
+    n += (size_t)sprintf(doc + n, "}");
+    n = put_ws(doc, n, &seed);
+    CHECK(n > (size_t)(4u << 20) + (1u << 20)); /* more than one block */
+    char path[64];
+    temp_path(path, sizeof path, ".json");
+    CHECK_EQ_INT(write_file(path, doc, n), 0);
+    for (int how = 0; how < 3; how++) { /* in memory, a file with one thread, with three */
+        tl_trace t;
+        tl_trace_init(&t);
+        tl_error err = {0};
+        int rc;
+        if (how == 0) {
+            rc = tl_read_json_mem(&t, doc, n, "t.json", &err);
+        } else {
+            t.read_threads = how == 1 ? 1 : 3;
+            rc = tl_read_json(&t, path, 0, &err);
+        }
+        CHECK_EQ_INT(rc, 0);
+        CHECK(err.msg[0] == 0);
+        CHECK_EQ_INT(t.nev, NEV);
+        CHECK_EQ_INT(tl_trace_finish(&t), 0);
+        int bad = 0;
+        for (size_t j = 0; j < t.nev; j++) {
+            const tl_event *e = &t.ev[j];
+            int i = (int)((e->ts - 500) / 10000); /* ts = 10 i + 0.5 us */
+            char name[16];
+            snprintf(name, sizeof name, "e%d", i % 97);
+            if (i < 0 || i >= NEV || e->ts != 10000LL * i + 500 || e->dur != 1000LL * (i % 5) ||
+                strcmp(tl_str(&t.strings, e->name), name) != 0 ||
+                t.tracks[e->track].tid != 1 + i % 3)
+                bad++;
+        }
+        CHECK_EQ_INT(bad, 0);
+        tl_trace_free(&t);
+    }
+    unlink(path);
+    free(doc);
+}
+
 int main(void)
 {
     RUN(object_and_bare_array_forms_give_same_events);
@@ -1493,6 +1590,7 @@ int main(void)
     RUN(kineto_step_dataloader_optimizer_names);
     RUN(timestamps_are_exact_nanoseconds);
     RUN(numbers_of_every_shape);
+    RUN(whitespace_runs_of_every_length);
     RUN(missing_or_negative_dur_is_zero);
     RUN(begin_end_pairs_nest);
     RUN(unmatched_end_and_unclosed_begin);
