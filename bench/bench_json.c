@@ -2964,6 +2964,7 @@ static int cmd_scale(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    tl_malloc_for_one_trace(); /* as the tally command does */
     if (argc >= 2 && !strcmp(argv[1], "gen"))
         return cmd_gen(argc, argv);
     if (argc >= 2 && !strcmp(argv[1], "read"))

@@ -6,6 +6,7 @@
  */
 #include "cli/commands.h"
 #include "record/env_check.h"
+#include "trace/model.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -61,6 +62,9 @@ static int close_stdout(int status)
 int main(int argc, char **argv)
 {
     cli_argv0 = argv[0];
+#ifndef TALLY_CLI_IN_MODULE /* in the Python module the process is the interpreter's */
+    tl_malloc_for_one_trace();
+#endif
     if (argc < 2) {
         usage(stderr);
         return 2;

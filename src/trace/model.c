@@ -26,6 +26,9 @@
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef __GLIBC__
+#include <malloc.h> /* mallopt */
+#endif
 
 /* ---- names ------------------------------------------------------------------------------ */
 
@@ -255,6 +258,13 @@ static void advise_huge(void *p, size_t n)
 #else
     (void)p;
     (void)n;
+#endif
+}
+
+void tl_malloc_for_one_trace(void)
+{
+#ifdef M_MMAP_THRESHOLD
+    mallopt(M_MMAP_THRESHOLD, 1 << 20); /* a fixed threshold: glibc no longer raises it */
 #endif
 }
 
