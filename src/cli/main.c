@@ -5,6 +5,7 @@
  * is a failure, not silence).
  */
 #include "cli/commands.h"
+#include "cli/runner.h"
 #include "record/env_check.h"
 #include "trace/model.h"
 
@@ -64,6 +65,7 @@ int main(int argc, char **argv)
     cli_argv0 = argv[0];
 #ifndef TALLY_CLI_IN_MODULE /* in the Python module the process is the interpreter's */
     tl_malloc_for_one_trace();
+    cli_catch_cut_files();
 #endif
     if (argc < 2) {
         usage(stderr);

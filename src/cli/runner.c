@@ -7,6 +7,7 @@
 #include "report/summary.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,10 +48,61 @@ int cli_close_out(const char *verb, FILE *f, const char *path, int status)
     return status;
 }
 
+/* What cli_load reads, for on_sigbus' message; NULL: an input (a folder's ranks, in threads). */
+static const char *volatile loading_verb, *volatile loading_path;
+
+static void put_err(const char *s)
+{
+    size_t n = strlen(s);
+    while (n > 0) {
+        ssize_t w = write(2, s, n);
+        if (w <= 0)
+            return;
+        s += w;
+        n -= (size_t)w;
+    }
+}
+
+/* A page of a mapped input past the file's end: another program cut the file short while it
+ * was read. One line and status 1; any other SIGBUS gets its default action (the handler is
+ * reset, and the access faults again). */
+static void on_sigbus(int sig, siginfo_t *si, void *uc)
+{
+    (void)sig;
+    (void)uc;
+    if (si && si->si_code == BUS_ADRERR) {
+        const char *verb = loading_verb, *path = loading_path;
+        put_err("tally");
+        if (verb) {
+            put_err(" ");
+            put_err(verb);
+        }
+        put_err(": ");
+        put_err(path ? path : "an input file");
+        put_err(": the file was cut short while it was read (another program truncated or "
+                "rewrote it); read a copy that nothing writes to\n");
+        _exit(1);
+    }
+}
+
+void cli_catch_cut_files(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_sigbus;
+    sa.sa_flags = SA_SIGINFO | SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGBUS, &sa, NULL);
+}
+
 int cli_load(const char *verb, tl_trace *t, const char *path, int progress)
 {
     tl_error err = {{0}};
-    if (tl_load(t, path, progress, &err) != 0)
+    loading_verb = verb;
+    loading_path = path;
+    int rc = tl_load(t, path, progress, &err);
+    loading_verb = loading_path = NULL;
+    if (rc != 0)
         return cli_fail(verb, &err);
     if (!t->finished && tl_trace_finish(t) != 0) {
         tl_error_setc(&err, TL_ERR_NOMEM, "%s: out of memory", path);

@@ -86,6 +86,12 @@ FILE *cli_open_out(const char *verb, const char *path);
  * status was 0. */
 int cli_close_out(const char *verb, FILE *f, const char *path, int status);
 
+/* A trace is read through mappings of its file (.tally, and the windows of a parallel JSON
+ * read): when another program cuts the file short meanwhile, the pages past its new end fault
+ * (SIGBUS). For the tally command: such a fault prints one line, "tally VERB: PATH: the file was
+ * cut short while it was read ...", and exits with status 1 instead of crashing. */
+void cli_catch_cut_files(void);
+
 /* tl_load, then tl_trace_finish when the reader did not. Returns 0, or the exit status after
  * printing the error. progress: a progress line on stderr for long reads. */
 int cli_load(const char *verb, tl_trace *t, const char *path, int progress);

@@ -329,6 +329,13 @@ int tl_thread_start(pthread_t *th, void *(*fn)(void *), void *arg)
 {
     sigset_t all, old;
     sigfillset(&all);
+    /* faults stay deliverable: blocked, they would kill the process all the same, and a
+     * handler of the program's (the tally command's, for a file cut short while it is read)
+     * must run in the thread that faulted */
+    sigdelset(&all, SIGBUS);
+    sigdelset(&all, SIGSEGV);
+    sigdelset(&all, SIGFPE);
+    sigdelset(&all, SIGILL);
     pthread_sigmask(SIG_BLOCK, &all, &old);
     int rc = pthread_create(th, NULL, fn, arg);
     pthread_sigmask(SIG_SETMASK, &old, NULL);

@@ -404,12 +404,13 @@ static inline void tl_prefault_reached(tl_prefault *pf, size_t reached)
 /* Stop the thread and wait for it. */
 void tl_prefault_stop(tl_prefault *pf);
 
-/* pthread_create(th, NULL, fn, arg) with every signal blocked in the new thread: tally's
- * threads can run inside a profiled program, whose signals are its own threads'. */
+/* pthread_create(th, NULL, fn, arg) with every signal but the faults (SIGBUS, SIGSEGV, SIGFPE,
+ * SIGILL) blocked in the new thread: tally's threads can run inside a profiled program, whose
+ * signals are its own threads'. */
 int tl_thread_start(pthread_t *th, void *(*fn)(void *), void *arg);
 
 /* Run fn on each of the n items (size bytes apart from items): items 1.. in threads of their
- * own (all signals blocked in them), item 0 in the caller; an item whose thread cannot be made
+ * own (tl_thread_start's), item 0 in the caller; an item whose thread cannot be made
  * runs in the caller, after. Returns when all are done. */
 void tl_run_each(void *(*fn)(void *), void *items, size_t size, int n);
 
