@@ -35,7 +35,11 @@
 #include <emmintrin.h>
 #endif
 
-#define BLOCK (4u << 20)
+/* What one read() brings: small enough that the text is still in the core's L2 cache when the
+ * lexer reaches it and that a small file does not pay for fresh pages it hardly uses (10 MB
+ * trace, one thread: -13 % CPU against 4 MB blocks; 1 GB: -3.6 %). An element longer than half
+ * of it grows the buffer. */
+#define BLOCK (256u << 10)
 
 enum { JR_NEED_MORE = 1, JR_ERROR = 2 };
 

@@ -1265,9 +1265,9 @@ TEST(truncated_gzip_is_an_error)
     free(doc);
 }
 
-/* A file larger than the reader's 4 MB block: a 5 MB top-level string, then 70000 events, one
- * per line, event i at ts i.5 µs lasting 1 µs. Every event is read with its exact time across
- * the refills; the same file with a missing comma on its last line (line 70003, column 21)
+/* A file of many reader blocks (256 kB): a 5 MB top-level string (the buffer grows), then 70000
+ * events, one per line, event i at ts i.5 µs lasting 1 µs. Every event is read with its exact time
+ * across the refills; the same file with a missing comma on its last line (line 70003, column 21)
  * reports that line and column. */
 TEST(large_file_spans_buffer_refills)
 {
@@ -1481,7 +1481,7 @@ TEST(dropped_events_add_no_tracks)
 }
 
 /* Whitespace of every length (0 to 40 bytes) and kind (space, tab, newline, carriage return)
- * between every two tokens, runs that straddle the reader's 4 MB blocks and a parallel read's
+ * between every two tokens, runs that straddle the reader's blocks and a parallel read's
  * windows: the same events as the file without it. The lexer skips whitespace 16 bytes at a
  * time and takes a lone space on a fast path. */
 static size_t put_ws(char *doc, size_t n, uint32_t *seed)
