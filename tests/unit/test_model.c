@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -646,9 +647,56 @@ TEST(profiled_window_is_union_of_steps)
     tl_trace_free(&t);
 }
 
+/* tl_has_ci against strncasecmp at every position (the C locale's ASCII folding): needles at
+ * the start, the middle, the end, cut short by the end, in every case, and absent. */
+static int has_ci_ref(const char *s, const char *needle)
+{
+    size_t n = strlen(needle);
+    for (;; s++) {
+        if (strncasecmp(s, needle, n) == 0)
+            return 1;
+        if (!*s)
+            return 0;
+    }
+}
+
+TEST(has_ci_finds_what_strncasecmp_finds)
+{
+    static const char *const hay[] = {
+        "",
+        "ncclKernel_AllReduce_RING_LL_Sum_float",
+        "void at::native::NCCL_dummy<float>(float*)",
+        "ncc",
+        "xNcCl",
+        "nnccl",
+        "rccl_all_gather",
+        "ampere_sgemm_128x64_nn",
+        "cross_device_reduce_2stage<__nv_bfloat16, 8>",
+        "CROSS_DEVICE_REDUCE",
+        "cross_device_reduc",
+        "Memcpy HtoD (Pageable -> Device)",
+        "_Z12ncclDevKernel_Generic_4v",
+        "a_b_c_nccl",
+    };
+    static const char *const needles[] = {"nccl", "rccl", "xccl", "hccl", "cross_device_reduce",
+                                          "_",    "a",    "NCCL", ""};
+    int agree = 0, found = 0;
+    for (size_t i = 0; i < sizeof hay / sizeof hay[0]; i++)
+        for (size_t j = 0; j < sizeof needles / sizeof needles[0]; j++) {
+            int want = has_ci_ref(hay[i], needles[j]);
+            agree += tl_has_ci(hay[i], needles[j]) == want;
+            found += want;
+        }
+    CHECK_EQ_INT(agree, (int)(sizeof hay / sizeof hay[0] * (sizeof needles / sizeof needles[0])));
+    CHECK(found > 20); /* the table has hits, not only misses */
+    CHECK(tl_has_ci("void ncclDevKernel", "NcCl"));
+    CHECK(!tl_has_ci("ncc", "nccl"));
+}
+
 int main(void)
 {
     RUN(intern_returns_same_id_for_same_string);
+    RUN(has_ci_finds_what_strncasecmp_finds);
     RUN(tracks_are_found_again);
     RUN(finish_sorts_and_nests);
     RUN(permutations_of_every_shape);
