@@ -365,8 +365,8 @@ static void shape_set_free(shape_set *ss)
     tl_keymap_free(&ss->by_hash);
 }
 
-/* One row of the table, while the view aggregates (80 bytes: a trace of a million distinct
- * names has a million of them). */
+/* One row of the table, while the view aggregates (56 bytes: a trace of a million distinct
+ * names has a million of them; its first start and end are read from its first event). */
 typedef struct ops_row {
     int64_t cpu, self_cpu, cuda, self_cuda;
     uint32_t count;    /* at most one an event (nev <= INT32_MAX) */

@@ -2283,8 +2283,7 @@ static int run(jr *r)
         }
         case TOP_DONE: {
             /* only whitespace may follow */
-            while (r->pos < r->len && is_ws[(unsigned char)r->buf[r->pos]])
-                r->pos++;
+            r->pos = skip_ws(r->buf, r->pos, r->len);
             if (r->pos < r->len)
                 fail(r, "end of input after the trace");
             if (!r->eof && r->mode != JR_PART) {
