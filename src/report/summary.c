@@ -15,6 +15,7 @@
  */
 #include "report/summary.h"
 #include "trace/checked.h"
+#include "trace/now.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -428,7 +429,11 @@ static tl_table *ahead_compute(const ahead *a, int k, tl_error *err)
 {
     const tl_view_def *d = &tl_view_defs[a->idx[k]];
     tl_view_opts vo = view_opts(d, a->o);
-    return d->fn(a->t, &vo, err);
+    double t0 = tl_now_s();
+    tl_table *res = d->fn(a->t, &vo, err);
+    if (getenv("TALLY_READ_STATS")) /* what each view costs (docs/PERFORMANCE.md) */
+        fprintf(stderr, "tally: view %s: %.3f s\n", d->name, tl_now_s() - t0);
+    return res;
 }
 
 /* View k is computed (under a->mu where threads compute): the shared results no view left to

@@ -12,11 +12,13 @@
 #include "trace/checked.h"
 #include "trace/grow_array.h"
 #include "trace/natsort.h"
+#include "trace/now.h"
 #include "trace/u64map.h"
 
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1453,10 +1455,102 @@ static int compute_nesting(tl_trace *t, finish_counts *c)
     return rc;
 }
 
+/* Of two calls with one correlation id, the one a device event links to: a runtime call over a
+ * driver call made inside it, else the one that started last, else the first in event order.
+ * A total order, so that threads find the same call in any order (two calls of one kind with one
+ * id: merged processes, a hand-made file). */
+static int call_better(const tl_event *ev, int32_t i, int32_t had)
+{
+    const tl_event *e = &ev[i], *h = &ev[had];
+    if (e->cat != h->cat)
+        return e->cat == TL_CAT_RUNTIME;
+    return e->ts > h->ts || (e->ts == h->ts && i < had);
+}
+
+/* The map from correlation id to call: dense ids index an array (id - lo), others a hash table
+ * of (id, call) with linear probing. */
+typedef struct link_map {
+    int dense;
+    int64_t lo, hi;
+    int32_t *at; /* dense: the call of id lo + k, or TL_NONE */
+    struct link_slot {
+        int64_t corr;
+        int32_t idx;
+    } * slots;
+    size_t nslots;
+} link_map;
+
+/* The hash table's slot of id corr: its own, or the empty one where it goes. */
+static struct link_slot *hash_slot(const link_map *m, int64_t corr)
+{
+    size_t h = tl_u64map_mix((uint64_t)corr) & (m->nslots - 1);
+    while (m->slots[h].idx != TL_NONE && m->slots[h].corr != corr)
+        h = (h + 1) & (m->nslots - 1);
+    return &m->slots[h];
+}
+
+/* Where the call of id corr is kept; NULL for a dense id out of the calls' range. */
+static int32_t *link_slot(const link_map *m, int64_t corr)
+{
+    if (m->dense)
+        return corr < m->lo || corr > m->hi ? NULL : &m->at[(uint64_t)corr - (uint64_t)m->lo];
+    return &hash_slot(m, corr)->idx;
+}
+
+typedef struct link_part {
+    tl_trace *t;
+    link_map *m;
+    size_t lo, hi; /* events */
+    int calls;     /* 1: put the calls in the map (dense ids only); 0: link the device work */
+} link_part;
+
+static void *link_range(void *arg)
+{
+    link_part *p = arg;
+    tl_event *ev = p->t->ev;
+    for (size_t i = p->lo; i < p->hi; i++) {
+        tl_event *e = &ev[i];
+        if (p->calls) {
+            if (!is_call(e))
+                continue;
+            int32_t *slot = link_slot(p->m, e->corr);
+            int32_t cur = __atomic_load_n(slot, __ATOMIC_RELAXED);
+            while ((cur == TL_NONE || call_better(ev, (int32_t)i, cur)) &&
+                   !__atomic_compare_exchange_n(slot, &cur, (int32_t)i, 1, __ATOMIC_RELAXED,
+                                                __ATOMIC_RELAXED))
+                ;
+            continue;
+        }
+        if (!e->corr || !tl_cat_is_device((tl_cat)e->cat) || e->cat == TL_CAT_GPU_USER)
+            continue;
+        const int32_t *slot = link_slot(p->m, e->corr);
+        if (!slot || *slot == TL_NONE)
+            continue;
+        e->link = *slot;
+        /* the call links to its first device event in event order (calls start unlinked) */
+        int32_t *back = &ev[*slot].link, cur = __atomic_load_n(back, __ATOMIC_RELAXED);
+        while ((cur == TL_NONE || (int32_t)i < cur) &&
+               !__atomic_compare_exchange_n(back, &cur, (int32_t)i, 1, __ATOMIC_RELAXED,
+                                            __ATOMIC_RELAXED))
+            ;
+    }
+    return NULL;
+}
+
+/* Run link_range over the events in k ranges of about equal size. */
+static void link_ranges(tl_trace *t, link_map *m, int calls, int k)
+{
+    link_part parts[64];
+    for (int j = 0; j < k; j++)
+        parts[j] = (link_part){t, m, t->nev / (size_t)k * (size_t)j,
+                               j + 1 == k ? t->nev : t->nev / (size_t)k * (size_t)(j + 1), calls};
+    tl_run_each(link_range, parts, sizeof *parts, k);
+}
+
 /* Map correlation id -> runtime/driver call, then link device work to it. Profilers hand out
  * correlation ids from a counter, so the map is an array indexed by id - smallest id when the
- * ids are that dense, and a hash table otherwise. c: the calls counted by the nesting pass, or
- * NULL to count them here. */
+ * ids are that dense, and a hash table otherwise; both passes run in threads (the hash table is
+ * filled by one). c: the calls counted by the nesting pass, or NULL to count them here. */
 static int compute_links(tl_trace *t, const finish_counts *c)
 {
     finish_counts own = FINISH_COUNTS_INIT;
@@ -1466,62 +1560,67 @@ static int compute_links(tl_trace *t, const finish_counts *c)
         c = &own;
     }
     size_t ncalls = c->calls;
-    int64_t lo = c->corr_lo, hi = c->corr_hi;
     if (!ncalls)
         return 0;
-    int dense = (uint64_t)hi - (uint64_t)lo < (uint64_t)ncalls * 4;
-    size_t nslots = 16;
-    if (dense)
-        nslots = (size_t)((uint64_t)hi - (uint64_t)lo) + 1;
-    else
-        while (nslots < ncalls * 2)
-            nslots *= 2;
-    struct slot {
-        int64_t corr;
-        int32_t idx;
-    } *slots = tl_big_alloc(nslots * sizeof *slots);
-    if (!slots)
-        return -1;
-    for (size_t i = 0; i < nslots; i++)
-        slots[i] = (struct slot){0, TL_NONE};
-#define SLOT_OF(c)                                                                                 \
-    (dense ? (size_t)((uint64_t)(c) - (uint64_t)lo) : tl_u64map_mix((uint64_t)(c)) & (nslots - 1))
-    for (size_t i = 0; i < t->nev; i++) {
-        const tl_event *e = &t->ev[i];
-        if (!is_call(e))
-            continue;
-        size_t h = SLOT_OF(e->corr);
-        while (slots[h].idx != TL_NONE && slots[h].corr != e->corr)
-            h = (h + 1) & (nslots - 1); /* hash table only: dense ids never collide */
-        /* A driver call made inside a runtime call can share its id: keep the runtime call.
-         * Two calls of one kind with one id (merged processes, a hand-made file): the one that
-         * started last, then the first in event order, whatever order the tracks came in. */
-        const tl_event *had = slots[h].idx == TL_NONE ? NULL : &t->ev[slots[h].idx];
-        if (!had || (had->cat == TL_CAT_DRIVER && e->cat == TL_CAT_RUNTIME) ||
-            (had->cat == e->cat && e->ts > had->ts)) {
-            slots[h].corr = e->corr;
-            slots[h].idx = (int32_t)i;
+    link_map m = {0};
+    m.lo = c->corr_lo;
+    m.hi = c->corr_hi;
+    m.dense = (uint64_t)m.hi - (uint64_t)m.lo < (uint64_t)ncalls * 4;
+    int k = t->nev < PERMUTE_WALK_MAX ? 1 : finish_threads(t);
+    k = k > 64 ? 64 : k;
+    if (m.dense) {
+        size_t n = (size_t)((uint64_t)m.hi - (uint64_t)m.lo) + 1;
+        if (!(m.at = tl_big_alloc(n * sizeof *m.at)))
+            return -1;
+        memset(m.at, 0xff, n * sizeof *m.at); /* TL_NONE */
+        link_ranges(t, &m, 1, k);
+    } else {
+        m.nslots = 16;
+        while (m.nslots < ncalls * 2)
+            m.nslots *= 2;
+        if (!(m.slots = tl_big_alloc(m.nslots * sizeof *m.slots)))
+            return -1;
+        for (size_t i = 0; i < m.nslots; i++)
+            m.slots[i] = (struct link_slot){0, TL_NONE};
+        for (size_t i = 0; i < t->nev; i++) {
+            if (!is_call(&t->ev[i]))
+                continue;
+            struct link_slot *slot = hash_slot(&m, t->ev[i].corr);
+            if (slot->idx == TL_NONE || call_better(t->ev, (int32_t)i, slot->idx))
+                *slot = (struct link_slot){t->ev[i].corr, (int32_t)i};
         }
     }
-    for (size_t i = 0; i < t->nev; i++) {
-        tl_event *e = &t->ev[i];
-        if (!e->corr || !tl_cat_is_device((tl_cat)e->cat) || e->cat == TL_CAT_GPU_USER)
-            continue;
-        if (dense && (e->corr < lo || e->corr > hi))
-            continue;
-        size_t h = SLOT_OF(e->corr);
-        while (slots[h].idx != TL_NONE && slots[h].corr != e->corr)
-            h = (h + 1) & (nslots - 1);
-        if (slots[h].idx == TL_NONE)
-            continue;
-        e->link = slots[h].idx;
-        tl_event *call = &t->ev[slots[h].idx];
-        if (call->link == TL_NONE)
-            call->link = (int32_t)i;
-    }
-#undef SLOT_OF
-    free(slots);
+    link_ranges(t, &m, 0, k);
+    free(m.at);
+    free(m.slots);
     return 0;
+}
+
+/* sort_mem in a thread of its own, beside the passes over the events (which do not read the
+ * memory table): 0.2 s of the finish of 2 GB on the 16-core machine */
+typedef struct mem_sorter {
+    tl_trace *t;
+    pthread_t th;
+    int started, rc;
+} mem_sorter;
+
+static void *sort_mem_main(void *arg)
+{
+    mem_sorter *m = arg;
+    m->rc = sort_mem(m->t);
+    return NULL;
+}
+
+#define MEM_SORT_THREAD_MIN 100000 /* memory events; fewer are sorted in a few ms */
+
+/* Wait for the memory table's sort (or sort it here, when no thread does): 0 or -1. */
+static int sort_mem_done(mem_sorter *m)
+{
+    if (!m->started)
+        return sort_mem(m->t);
+    pthread_join(m->th, NULL);
+    m->started = 0;
+    return m->rc;
 }
 
 int tl_trace_finish(tl_trace *t)
@@ -1531,9 +1630,17 @@ int tl_trace_finish(tl_trace *t)
         return 0;
     if (t->nev > (size_t)INT32_MAX)
         return -1;
+    mem_sorter ms = {t, 0, 0, 0};
+    if (t->nmem >= MEM_SORT_THREAD_MIN && finish_threads(t) > 1)
+        ms.started = tl_thread_start(&ms.th, sort_mem_main, &ms) == 0;
     finish_counts c;
-    if (sort_events(t) != 0 || compute_nesting(t, &c) != 0 || compute_links(t, &c) != 0)
+    double t0 = tl_now_s(), t1 = t0, t2 = t0, t3;
+    if (sort_events(t) != 0 || (t1 = tl_now_s(), compute_nesting(t, &c)) != 0 ||
+        (t2 = tl_now_s(), compute_links(t, &c)) != 0) {
+        sort_mem_done(&ms);
         return -1;
+    }
+    t3 = tl_now_s();
     t->span0_ = c.span0 > c.span1 ? 0 : c.span0;
     t->span1_ = c.span0 > c.span1 ? 0 : c.span1;
     /* a copy or memset without a name (a hand-made or damaged .tally) is named as PyTorch and
@@ -1545,8 +1652,15 @@ int tl_trace_finish(tl_trace *t)
         const char *nm = tl_copy_default_name(e);
         e->name = tl_intern(&t->strings, nm, strlen(nm));
     }
-    if (sort_mem(t) != 0)
+    if (sort_mem_done(&ms) != 0)
         return -1;
+    if (getenv("TALLY_READ_STATS")) /* where the finish goes (docs/PERFORMANCE.md) */
+        fprintf(stderr,
+                "tally: finish: %.3f s sorting and moving, %.3f s nesting, %.3f s linking, "
+                "%.3f s the rest (%zu events; the memory table sorted %s)\n",
+                t1 - t0, t2 - t1, t3 - t2, tl_now_s() - t3, t->nev,
+                t->nmem >= MEM_SORT_THREAD_MIN && finish_threads(t) > 1 ? "beside them"
+                                                                        : "in the rest");
     t->finished = 1;
     t->finish_known_ = 1;
     return 0;

@@ -364,6 +364,119 @@ TEST(finish_in_threads_is_the_same_order)
     tl_trace_free(&a);
 }
 
+/* Runtime and driver calls on 8 threads and kernels on 2 streams, in time order, with
+ * correlation ids that repeat (a driver call inside its runtime call, two runtime calls of one
+ * id with equal or different starts, several kernels of one launch, kernels of no call), dense
+ * or spread out (ids times 2^40: the hash table); and memory events in a few runs out of order.
+ * Enough of both that tl_trace_finish links and sorts them in threads. */
+static void big_linked_trace(tl_trace *t, int threads, int sparse)
+{
+    tl_trace_init(t);
+    t->read_threads = threads;
+    uint32_t th[8], st[2];
+    for (int k = 0; k < 8; k++)
+        th[k] = tl_trace_track(t, TL_TRACK_THREAD, 1, 100 + k, -1);
+    for (int k = 0; k < 2; k++)
+        st[k] = tl_trace_track(t, TL_TRACK_STREAM, 1, 7 + k, 0);
+    uint64_t x = 2463534242ull;
+    int64_t mul = sparse ? (int64_t)1 << 40 : 1, last = 1;
+    for (int i = 0; i < 300000; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        tl_event *e = tl_trace_add(t);
+        /* an odd event can take its even neighbour's id: two calls, one start */
+        int64_t id = i % 2 && (x >> 56 & 1) ? last : 1 + (int64_t)(x >> 8) % 40000;
+        last = id;
+        e->ts = i / 2;
+        e->dur = 1 + (int64_t)(x >> 30) % 3;
+        e->corr = id * mul;
+        e->value = i;
+        switch (x >> 40 & 7) {
+        case 0:
+        case 1:
+        case 2:
+            e->cat = TL_CAT_RUNTIME;
+            e->track = th[x >> 50 & 7];
+            break;
+        case 3:
+            e->cat = TL_CAT_DRIVER;
+            e->track = th[x >> 50 & 7];
+            break;
+        default:
+            e->cat = TL_CAT_KERNEL;
+            e->track = st[x >> 50 & 1];
+            e->corr = (id + (x >> 52 & 1) * 40000) * mul; /* half of no call */
+        }
+    }
+    for (int i = 0; i < 120000; i++) { /* ts rising in three interleaved runs */
+        tl_memev *m = tl_trace_add_mem(t);
+        m->ts = (i % 3) * 1000 + i / 3;
+        m->bytes = i % 2 ? 512 : -512;
+        m->addr = 4096 + (uint64_t)(i / 2) * 512;
+        m->track = th[i % 8];
+    }
+}
+
+/* The call a device event must link to, found the slow way: of the calls with its id, a runtime
+ * call over a driver call, then the latest start, then the first in event order. */
+static int32_t expected_call(const tl_trace *t, const tl_event *dev)
+{
+    int32_t best = TL_NONE;
+    for (size_t i = 0; i < t->nev; i++) {
+        const tl_event *e = &t->ev[i];
+        if (e->corr != dev->corr || (e->cat != TL_CAT_RUNTIME && e->cat != TL_CAT_DRIVER))
+            continue;
+        const tl_event *b = best == TL_NONE ? NULL : &t->ev[best];
+        if (!b || (b->cat != e->cat ? e->cat == TL_CAT_RUNTIME : e->ts > b->ts))
+            best = (int32_t)i;
+    }
+    return best;
+}
+
+TEST(links_and_memory_in_threads_are_the_same)
+{
+    for (int sparse = 0; sparse <= 1; sparse++) {
+        tl_trace a;
+        big_linked_trace(&a, 1, sparse);
+        CHECK_EQ_INT(tl_trace_finish(&a), 0);
+        /* against the slow way, for some device events; every call links back to its first */
+        size_t checked = 0, linked = 0, bad = 0;
+        for (size_t i = 0; i < a.nev; i++) {
+            const tl_event *e = &a.ev[i];
+            if (e->cat != TL_CAT_KERNEL)
+                continue;
+            linked += e->link != TL_NONE;
+            if (e->link != TL_NONE) {
+                const tl_event *call = &a.ev[e->link];
+                bad += call->link == TL_NONE || call->link > (int32_t)i;
+            }
+            if (i % 997 == 0) {
+                bad += e->link != expected_call(&a, e);
+                checked++;
+            }
+        }
+        CHECK(checked > 50);
+        CHECK(linked > 50000);
+        CHECK_EQ_INT(bad, 0);
+        size_t unsorted = 0;
+        for (size_t i = 1; i < a.nmem; i++)
+            unsorted += a.mem[i].ts < a.mem[i - 1].ts ||
+                        (a.mem[i].ts == a.mem[i - 1].ts && a.mem[i].addr < a.mem[i - 1].addr);
+        CHECK_EQ_INT(unsorted, 0);
+        static const int threads[] = {2, 7, 16};
+        for (size_t k = 0; k < sizeof threads / sizeof *threads; k++) {
+            tl_trace b;
+            big_linked_trace(&b, threads[k], sparse);
+            CHECK_EQ_INT(tl_trace_finish(&b), 0);
+            CHECK(b.nev == a.nev && memcmp(a.ev, b.ev, a.nev * sizeof *a.ev) == 0);
+            CHECK(b.nmem == a.nmem && memcmp(a.mem, b.mem, a.nmem * sizeof *a.mem) == 0);
+            tl_trace_free(&b);
+        }
+        tl_trace_free(&a);
+    }
+}
+
 /* tl_trace_finish lists what every view asks for: the span of the events (counters left out)
  * and the step spans in order; the same as reading the events, which is what a changed trace
  * falls back to. */
@@ -702,6 +815,7 @@ int main(void)
     RUN(permutations_of_every_shape);
     RUN(prefault_makes_pages_ahead_of_the_writer);
     RUN(finish_in_threads_is_the_same_order);
+    RUN(links_and_memory_in_threads_are_the_same);
     RUN(run_each_runs_every_item_once);
     RUN(finish_knows_the_span_and_the_steps);
     RUN(finish_links_runtime_calls_to_device_work);
