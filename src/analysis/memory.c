@@ -17,6 +17,7 @@
 #include "trace/u64map.h"
 
 #include <ctype.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -190,14 +191,30 @@ typedef struct where {
     size_t i; /* position in t->mem */
 } where;
 
-static int cmp_where(const void *a, const void *b)
+/* By thread, then time, then position: a total order. */
+#define WHERE_BEFORE(x, y, ctx)                                                                    \
+    ((void)(ctx), (x)->track != (y)->track ? (x)->track < (y)->track                               \
+                  : (x)->ts != (y)->ts     ? (x)->ts < (y)->ts                                     \
+                                           : (x)->i < (y)->i)
+TL_NATURAL_MERGE_SORT(where_natsort, where, void *, WHERE_BEFORE)
+
+/* The n places of w in WHERE_BEFORE's order: by thread with a stable counting sort (the records
+ * come in time order, so each thread's are then nearly in order), then a natural merge sort,
+ * which finds them so. Returns w or tmp (n places), whichever holds the result; NULL when out of
+ * memory. (qsort took 0.13 s of the 0.6 s replay of the 1 GB trace.) */
+static where *sort_places(const tl_trace *t, where *w, where *tmp, size_t n)
 {
-    const where *x = a, *y = b;
-    if (x->track != y->track)
-        return x->track < y->track ? -1 : 1;
-    if (x->ts != y->ts)
-        return x->ts < y->ts ? -1 : 1;
-    return (x->i > y->i) - (x->i < y->i);
+    size_t *at = calloc((size_t)t->ntracks + 1, sizeof *at);
+    if (!at)
+        return NULL;
+    for (size_t k = 0; k < n; k++)
+        at[w[k].track + 1]++;
+    for (size_t tr = 0; tr < t->ntracks; tr++)
+        at[tr + 1] += at[tr];
+    for (size_t k = 0; k < n; k++)
+        tmp[at[w[k].track]++] = w[k];
+    free(at);
+    return where_natsort(tmp, w, n, NULL);
 }
 
 typedef struct opsum {
@@ -290,15 +307,17 @@ static int attribute(const tl_trace *t, tl_mem *m, int32_t *owner)
     uint8_t *merged = NULL;
     if (m->ops_mode && !(merged = merged_ops(t)))
         return -1;
-    where *w = tl_big_alloc((t->nmem ? t->nmem : 1) * sizeof *w);
+    where *w0 = tl_big_alloc((t->nmem ? t->nmem : 1) * sizeof *w0), *w = NULL;
+    where *w1 = tl_big_alloc((t->nmem ? t->nmem : 1) * sizeof *w1);
     size_t nw = 0;
     tl_track_index ix = {0};
-    if (!w || places(t, w, &nw, &m->unowned) != 0 || tl_track_index_build(t, &ix) != 0) {
-        free(w);
+    if (!w0 || !w1 || places(t, w0, &nw, &m->unowned) != 0 || !(w = sort_places(t, w0, w1, nw)) ||
+        tl_track_index_build(t, &ix) != 0) {
+        free(w0);
+        free(w1);
         free(merged);
         return -1;
     }
-    qsort(w, nw, sizeof *w, cmp_where);
     opsum s = {{0}, 0};
     int32_t *stack = NULL;
     size_t cap_stack = 0, depth = 0;
@@ -355,7 +374,8 @@ static int attribute(const tl_trace *t, tl_mem *m, int32_t *owner)
         }
     }
     free(stack);
-    free(w);
+    free(w0);
+    free(w1);
     tl_track_index_free(&ix);
     if (rc == 0 && m->nops) { /* calls: the spans of each name that could own records */
         uint32_t *calls = calloc(t->strings.count ? t->strings.count : 1, sizeof *calls);
@@ -379,6 +399,12 @@ static int attribute(const tl_trace *t, tl_mem *m, int32_t *owner)
 }
 
 /* ---- 2. the replay -------------------------------------------------------------------------- */
+
+/* replay's owner argument while another thread still finds the owners: a block made by an
+ * allocation is marked OWNER_LATER, and given owner[pos] once they are found */
+static const int32_t owners_later_;
+#define OWNERS_LATER (&owners_later_)
+#define OWNER_LATER  (-2)
 
 /* Live map values: a block index, or with FREED set the position of the last free there. */
 #define FREED (UINT64_C(1) << 63)
@@ -404,7 +430,7 @@ static int new_block(tl_mem *m, size_t *cap, const tl_memev *r, size_t pos, cons
     b->pos = pos;
     b->free_pos = SIZE_MAX;
     b->device = r->device;
-    b->owner = owner ? owner[pos] : TL_NONE;
+    b->owner = owner == OWNERS_LATER ? OWNER_LATER : owner ? owner[pos] : TL_NONE;
     b->step = step_at(steps, r->ts);
     b->name = r->name;
     b->category = r->category < TL_MEM_CAT_COUNT ? r->category : TL_MEM_OTHER;
@@ -651,6 +677,22 @@ void tl_mem_free(tl_mem *m)
     memset(m, 0, sizeof *m);
 }
 
+typedef struct attrib_job {
+    const tl_trace *t;
+    tl_mem *m;
+    int32_t *owner;
+    int rc;
+} attrib_job;
+
+static void *attribute_main(void *arg)
+{
+    attrib_job *j = arg;
+    j->rc = attribute(j->t, j->m, j->owner);
+    return NULL;
+}
+
+#define OWNERS_APART_MIN 50000 /* records: fewer are replayed in a few ms */
+
 static int cmp_dev(const void *a, const void *b)
 {
     const tl_mem_device *x = a, *y = b;
@@ -671,7 +713,27 @@ int tl_mem_compute(const tl_trace *t, tl_mem *m)
         goto fail;
     for (size_t i = 0; i < t->nmem; i++)
         owner[i] = TL_NONE;
-    if (attribute(t, m, owner) != 0 || replay(t, m, owner) != 0)
+    /* The owners (a walk of each thread's spans) and the replay (the records in time order)
+     * read the trace and write apart (m->ops, m->unowned; m->dev, m->blocks): on a trace with
+     * many records and a second core, the owners are found in a thread of their own meanwhile
+     * and given to the blocks after (1 GB: 0.4 and 0.2 s, one after the other before). */
+    attrib_job job = {t, m, owner, 0};
+    int threads = t->read_threads > 0 ? t->read_threads : tl_default_threads();
+    pthread_t th;
+    int apart = threads > 1 && t->nmem >= OWNERS_APART_MIN &&
+                tl_thread_start(&th, attribute_main, &job) == 0;
+    int replayed;
+    if (apart) {
+        replayed = replay(t, m, OWNERS_LATER);
+        pthread_join(th, NULL);
+        for (size_t i = 0; i < m->nblocks; i++)
+            if (m->blocks[i].owner == OWNER_LATER)
+                m->blocks[i].owner = m->blocks[i].pos < t->nmem ? owner[m->blocks[i].pos] : TL_NONE;
+    } else {
+        job.rc = attribute(t, m, owner);
+        replayed = job.rc == 0 ? replay(t, m, owner) : -1;
+    }
+    if (job.rc != 0 || replayed != 0)
         goto fail;
     free(owner);
     owner = NULL;

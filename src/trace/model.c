@@ -1223,6 +1223,115 @@ static int finish_threads(const tl_trace *t)
     return t->read_threads > 0 ? t->read_threads : tl_default_threads();
 }
 
+/* One part of the events for count_tracks: per track, how many, the first and last, and the
+ * pairs out of order among them; then (fill) the part's indices into their tracks' slots. */
+typedef struct count_part {
+    const tl_event *ev;
+    size_t lo, hi, ntr;
+    size_t *cnt;         /* events of each track; after the counting, where the next one goes */
+    size_t *first, *end; /* the track's first and last event in the part (SIZE_MAX: none) */
+    size_t *runs;        /* pairs out of order inside the part */
+    uint32_t *perm;
+    int fill, bad;
+} count_part;
+
+static void *count_range(void *arg)
+{
+    count_part *p = arg;
+    const tl_event *ev = p->ev;
+    if (p->fill) {
+        for (size_t i = p->lo; i < p->hi; i++)
+            p->perm[p->cnt[ev[i].track]++] = (uint32_t)i;
+        return NULL;
+    }
+    for (size_t i = p->lo; i < p->hi; i++) {
+        uint32_t tr = ev[i].track;
+        if (tr >= p->ntr) {
+            p->bad = 1;
+            return NULL;
+        }
+        p->cnt[tr]++;
+        if (p->end[tr] == SIZE_MAX)
+            p->first[tr] = i;
+        else if (!ev_before(&ev[p->end[tr]], p->end[tr], &ev[i], i))
+            p->runs[tr]++;
+        p->end[tr] = i;
+    }
+    return NULL;
+}
+
+/* The stable counting sort of the events by track, in parts counted and filled by threads:
+ * start[tr] the track's first slot (start[ntr] = n), runs[tr] (zeroed by the caller) the pairs
+ * of its events out of order in the order added, perm the indices by track, *maxseg the longest
+ * track with runs. -1 when an event's track is out of range, or out of memory. */
+static int count_tracks(tl_trace *t, size_t ntr, size_t *start, size_t *runs, uint32_t *perm,
+                        size_t *maxseg)
+{
+    size_t n = t->nev;
+    int k = n < PERMUTE_WALK_MAX ? 1 : finish_threads(t);
+    k = k > 64 ? 64 : k;
+    while (k > 1 && (size_t)k * ntr > ((size_t)1 << 20)) /* per-part arrays stay small */
+        k--;
+    size_t *mem = malloc((size_t)k * ntr * 4 * sizeof *mem);
+    if (!mem)
+        return -1;
+    count_part parts[64];
+    for (int c = 0; c < k; c++) {
+        size_t *a = mem + (size_t)c * ntr * 4;
+        parts[c] = (count_part){t->ev,
+                                n / (size_t)k * (size_t)c,
+                                c + 1 == k ? n : n / (size_t)k * (size_t)(c + 1),
+                                ntr,
+                                a,
+                                a + ntr,
+                                a + 2 * ntr,
+                                a + 3 * ntr,
+                                perm,
+                                0,
+                                0};
+        memset(a, 0, ntr * sizeof *a);
+        memset(a + ntr, 0xff, 2 * ntr * sizeof *a);
+        memset(a + 3 * ntr, 0, ntr * sizeof *a);
+    }
+    tl_run_each(count_range, parts, sizeof *parts, k);
+    int bad = 0;
+    for (int c = 0; c < k; c++)
+        bad |= parts[c].bad;
+    if (bad) {
+        free(mem);
+        return -1;
+    }
+    /* the tracks' slots in order, each part's share of them in part order; a track's pairs out
+     * of order include those across the parts' seams */
+    size_t at = 0;
+    *maxseg = 0;
+    for (size_t tr = 0; tr < ntr; tr++) {
+        start[tr] = at;
+        size_t prev = SIZE_MAX;
+        for (int c = 0; c < k; c++) {
+            count_part *p = &parts[c];
+            if (!p->cnt[tr])
+                continue;
+            runs[tr] += p->runs[tr];
+            if (prev != SIZE_MAX &&
+                !ev_before(&t->ev[prev], prev, &t->ev[p->first[tr]], p->first[tr]))
+                runs[tr]++;
+            prev = p->end[tr];
+            size_t cnt = p->cnt[tr];
+            p->cnt[tr] = at;
+            at += cnt;
+        }
+        if (runs[tr] && at - start[tr] > *maxseg)
+            *maxseg = at - start[tr];
+    }
+    start[ntr] = at;
+    for (int c = 0; c < k; c++)
+        parts[c].fill = 1;
+    tl_run_each(count_range, parts, sizeof *parts, k);
+    free(mem);
+    return 0;
+}
+
 /* Readers add a track's events nearly in order (a thread's ops, a stream's kernels), but tracks
  * interleave: Kineto writes runtime calls and the kernels they launch in launch order, and
  * appends them after the threads' ops. So the order is found as a stable counting sort by track
@@ -1248,37 +1357,15 @@ static int sort_events(tl_trace *t)
     /* every event is on one of the trace's tracks (the views index t->tracks by it); one that
      * is not fails the finish */
     size_t ntr = (size_t)(t->ntracks > maxtr ? t->ntracks : maxtr + 1);
-    size_t *start = calloc(ntr + 1, sizeof *start); /* count, then the track's first slot */
-    size_t *pos = malloc(ntr * sizeof *pos);        /* where the track's next index goes */
-    size_t *last = malloc(ntr * sizeof *last);      /* the track's previous event, or SIZE_MAX */
-    size_t *runs = calloc(ntr, sizeof *runs);       /* runs in order, minus one */
+    size_t *start = malloc((ntr + 1) * sizeof *start); /* the track's first slot */
+    size_t *runs = calloc(ntr, sizeof *runs);          /* runs in order, minus one */
     uint32_t *perm = tl_big_alloc(n * sizeof *perm);
-    int rc = -1;
-    if (!start || !pos || !last || !runs || !perm)
-        goto done;
-    memset(last, 0xff, ntr * sizeof *last);
-    for (size_t i = 0; i < n; i++) {
-        uint32_t tr = ev[i].track;
-        if (tr >= ntr)
-            goto done;
-        start[tr]++;
-        if (last[tr] != SIZE_MAX && !ev_before(&ev[last[tr]], last[tr], &ev[i], i))
-            runs[tr]++;
-        last[tr] = i;
-    }
     size_t maxseg = 0;
-    for (size_t tr = 0, at = 0; tr <= ntr; tr++) {
-        size_t c = tr < ntr ? start[tr] : 0;
-        start[tr] = at;
-        at += c;
-        if (tr < ntr) {
-            pos[tr] = at - c;
-            if (runs[tr] && c > maxseg)
-                maxseg = c;
-        }
-    }
-    for (size_t i = 0; i < n; i++)
-        perm[pos[ev[i].track]++] = (uint32_t)i;
+    int rc = -1;
+    if (!start || !runs || !perm)
+        goto done;
+    if (count_tracks(t, ntr, start, runs, perm, &maxseg) != 0)
+        goto done;
     if (maxseg && sort_tracks(ev, perm, start, runs, ntr, finish_threads(t)) != 0)
         goto done;
     /* In place, at any size: copying into a second array reads the events in near-sequential
@@ -1289,8 +1376,6 @@ static int sort_events(tl_trace *t)
     rc = 0;
 done:
     free(start);
-    free(pos);
-    free(last);
     free(runs);
     free(perm);
     return rc;

@@ -841,6 +841,79 @@ TEST(no_leak_when_freed_too_few_steps_flat_or_falling)
 
 /* ---- 9. what is alive when, the layout tree, groups --------------------------------------- */
 
+/* Many records on two threads and two devices, inside nested operators, with labels, frees
+ * and reuse: enough that tl_mem_compute finds the owners in a thread of its own beside the
+ * replay when it may use threads. */
+static void build_many(tl_trace *t, int threads)
+{
+    uint32_t th[2];
+    th[0] = new_trace(t, TL_SRC_KINETO);
+    th[1] = tl_trace_track(t, TL_TRACK_THREAD, 1, 2, -1);
+    t->read_threads = threads;
+    for (int s = 0; s < 4; s++)
+        step_ev(t, th[0], s, s * 100000 * US, 100000 * US);
+    static const char *const outer[] = {"aten::linear", "aten::conv2d", "aten::add"};
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < 4000; i++) {
+            int64_t at = (int64_t)i * 100 * US + k * 7 * US;
+            fx_ev(t, th[k], TL_CAT_OPERATOR, outer[i % 3], at, 60 * US);
+            fx_ev(t, th[k], TL_CAT_OPERATOR, "aten::empty", at + 10 * US, 20 * US);
+        }
+    for (int i = 0; i < 60000; i++) {
+        int k = i % 2;
+        int64_t at = (int64_t)(i / 2) * 13 * US + k * US; /* in and between the operators */
+        int32_t dev = i % 5 == 0 ? -1 : 0;
+        uint64_t addr = 0x10000 + (uint64_t)(i % 700) * 0x100;
+        if (i % 97 == 0)
+            rec_as(t, th[k], dev, at, 256, addr, TL_MEM_LABEL, TL_MEM_PARAMETER, "w");
+        else
+            rec_tot(t, th[k], dev, at, i % 3 == 2 ? -256 : 256, addr, 1000000 + i % 4096 * 256,
+                    8 * MIB);
+    }
+    CHECK_EQ_INT(tl_trace_finish(t), 0);
+}
+
+TEST(owners_found_beside_the_replay_are_the_same)
+{
+    tl_trace a;
+    build_many(&a, 1);
+    tl_mem ma;
+    if (computed(&a, &ma) != 0)
+        return;
+    size_t owned = 0, later = 0;
+    for (size_t i = 0; i < ma.nblocks; i++) {
+        owned += ma.blocks[i].owner >= 0;
+        later += ma.blocks[i].owner < TL_NONE;
+    }
+    CHECK(ma.nblocks > 10000);
+    CHECK(owned > 1000 && owned < ma.nblocks); /* some between the operators */
+    CHECK_EQ_INT(later, 0);
+    CHECK(ma.nops >= 4);
+    static const int threads[] = {2, 4};
+    for (size_t k = 0; k < sizeof threads / sizeof *threads; k++) {
+        tl_trace b;
+        build_many(&b, threads[k]);
+        tl_mem mb;
+        if (computed(&b, &mb) != 0)
+            break;
+        CHECK(mb.nblocks == ma.nblocks &&
+              memcmp(mb.blocks, ma.blocks, ma.nblocks * sizeof *ma.blocks) == 0);
+        CHECK(mb.nops == ma.nops && memcmp(mb.ops, ma.ops, ma.nops * sizeof *ma.ops) == 0);
+        CHECK_EQ_INT(mb.ndev, ma.ndev);
+        for (size_t d = 0; d < ma.ndev && mb.ndev == ma.ndev; d++) {
+            const tl_mem_device *x = &ma.dev[d], *y = &mb.dev[d];
+            CHECK(x->device == y->device && x->peak == y->peak && x->peak_pos == y->peak_pos &&
+                  x->allocs == y->allocs && x->frees == y->frees && x->nseries == y->nseries);
+            CHECK(x->nseries == y->nseries &&
+                  memcmp(x->series, y->series, x->nseries * sizeof *x->series) == 0);
+        }
+        CHECK(mb.unowned == ma.unowned && mb.reused == ma.reused && mb.unmatched == ma.unmatched &&
+              mb.labels_lost == ma.labels_lost);
+        release(&b, &mb);
+    }
+    release(&a, &ma);
+}
+
 TEST(alive_at_and_pos_at)
 {
     tl_trace t;
@@ -1499,6 +1572,7 @@ int main(void)
     RUN(leak_kept_step_after_step);
     RUN(no_leak_when_freed_too_few_steps_flat_or_falling);
     RUN(alive_at_and_pos_at);
+    RUN(owners_found_beside_the_replay_are_the_same);
     RUN(layout_tree_totals_order_and_category_roots);
     RUN(layout_tree_wide);
     RUN(groups_by_owner_and_category);
