@@ -2983,6 +2983,9 @@ static int read_windows(jr *d, pread_t *P, uint64_t *off, int *state)
         int g, nstate;
         uint64_t noff;
         w = window_decide(d, P, cur, cut_c, kc, *off, *state, &g, &noff, &nstate);
+        /* the parts hold what they read as their own (interned strings, numbers): the text
+         * goes before the next is mapped, so that one window is held at a time */
+        window_close(&wc);
         parts_run pr = {.parts = nxt};
         if (w == W_MORE && window_open(d, P, noff, 0, &wn) == 0) {
             pr.k = window_begin(d, P, nxt, &wn, noff, nstate, cut_n);
@@ -2993,7 +2996,6 @@ static int read_windows(jr *d, pread_t *P, uint64_t *off, int *state)
             w = window_merge(d, P, cur, cut_c, g, *off, *state, w, &noff, &nstate);
         double t2 = tl_now_s();
         P->t_merge += t2 - t1;
-        window_close(&wc);
         if (pr.k) {
             parts_wait(&pr);
             P->t_parse += tl_now_s() - t2;
