@@ -30,6 +30,7 @@
 #include "analysis/ops_events.h"
 #include "analysis/views.h"
 #include "trace/checked.h"
+#include "trace/natsort.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -211,13 +212,11 @@ typedef struct memrec {
     int32_t ev;
 } memrec;
 
-static int memrec_cmp(const void *pa, const void *pb)
-{
-    const memrec *a = pa, *b = pb;
-    if (a->ts != b->ts)
-        return a->ts < b->ts ? -1 : 1;
-    return (a->ev > b->ev) - (a->ev < b->ev);
-}
+/* By time, then event: a total order. The records come by thread, each thread's in time order,
+ * so a natural merge sort merges as many runs as threads. */
+#define MEMREC_BEFORE(a, b, ctx)                                                                   \
+    ((void)(ctx), (a)->ts != (b)->ts ? (a)->ts < (b)->ts : (a)->ev < (b)->ev)
+TL_NATURAL_MERGE_SORT(memrec_sort, memrec, void *, MEMREC_BEFORE)
 
 /* First index with rec.ts >= x (lower) or > x (upper). */
 static size_t mem_bound(const memrec *m, size_t n, int64_t x, int upper)
@@ -839,8 +838,18 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
         }
         /* in event order: sorted already when they are all on one thread */
         for (size_t j = 1; j < nmem; j++)
-            if (memrec_cmp(&mem[j - 1], &mem[j]) > 0) {
-                qsort(mem, nmem, sizeof *mem, memrec_cmp);
+            if (MEMREC_BEFORE(&mem[j], &mem[j - 1], NULL)) {
+                memrec *tmp = tl_big_alloc(nmem * sizeof *tmp), *sorted;
+                if (!tmp || !(sorted = memrec_sort(mem, tmp, nmem, NULL))) {
+                    free(tmp);
+                    goto oom;
+                }
+                if (sorted == tmp) {
+                    free(mem);
+                    mem = tmp;
+                } else {
+                    free(tmp);
+                }
                 break;
             }
         pc[0] = pd[0] = 0;
