@@ -17,7 +17,6 @@
 #include "trace/u64map.h"
 
 #include <ctype.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -720,13 +719,12 @@ int tl_mem_compute(const tl_trace *t, tl_mem *m)
      * and given to the blocks after (1 GB: 0.4 and 0.2 s, one after the other before). */
     attrib_job job = {t, m, owner, 0};
     int threads = t->read_threads > 0 ? t->read_threads : tl_default_threads();
-    pthread_t th;
-    int apart = threads > 1 && t->nmem >= OWNERS_APART_MIN &&
-                tl_thread_start(&th, attribute_main, &job) == 0;
-    int replayed;
+    int apart = threads > 1 && t->nmem >= OWNERS_APART_MIN, replayed;
     if (apart) {
+        tl_runner r;
+        tl_run_start(&r, attribute_main, &job, sizeof job, 0, 1);
         replayed = replay(t, m, OWNERS_LATER);
-        pthread_join(th, NULL);
+        tl_run_wait(&r);
         for (size_t i = 0; i < m->nblocks; i++)
             if (m->blocks[i].owner == OWNER_LATER)
                 m->blocks[i].owner = m->blocks[i].pos < t->nmem ? owner[m->blocks[i].pos] : TL_NONE;

@@ -2934,31 +2934,6 @@ static int window_merge(jr *d, pread_t *P, part *parts, const size_t *cut, int g
     return w;
 }
 
-/* The parts of a window parsed by threads of their own while the driver merges the window
- * before it (a part whose thread cannot be made is parsed when it is waited for). */
-typedef struct parts_run {
-    part *parts;
-    int k;
-    pthread_t th[64];
-    unsigned char started[64];
-} parts_run;
-
-static void parts_start(parts_run *pr)
-{
-    for (int j = 0; j < pr->k; j++)
-        pr->started[j] = tl_thread_start(&pr->th[j], part_main, &pr->parts[j]) == 0;
-}
-
-static void parts_wait(parts_run *pr)
-{
-    for (int j = 0; j < pr->k; j++) {
-        if (pr->started[j])
-            pthread_join(pr->th[j], NULL);
-        else
-            part_main(&pr->parts[j]);
-    }
-}
-
 /* Windows from *off (from *state) until one does not end where the next starts: W_STUCK,
  * W_END, W_ONE_PASS (*off, *state where the driver goes on) or W_FAIL (d->err says why). While
  * a window is merged, the next one, whose start its parts' stops already say, is parsed by the
@@ -2986,18 +2961,20 @@ static int read_windows(jr *d, pread_t *P, uint64_t *off, int *state)
         /* the parts hold what they read as their own (interned strings, numbers): the text
          * goes before the next is mapped, so that one window is held at a time */
         window_close(&wc);
-        parts_run pr = {.parts = nxt};
+        /* the next window's parts in threads of their own while this one is merged */
+        tl_runner pr;
+        int kn = 0;
         if (w == W_MORE && window_open(d, P, noff, 0, &wn) == 0) {
-            pr.k = window_begin(d, P, nxt, &wn, noff, nstate, cut_n);
-            parts_start(&pr);
+            kn = window_begin(d, P, nxt, &wn, noff, nstate, cut_n);
+            tl_run_start(&pr, part_main, nxt, sizeof *nxt, 0, kn);
         }
         double t1 = tl_now_s();
         if (w != W_FAIL)
             w = window_merge(d, P, cur, cut_c, g, *off, *state, w, &noff, &nstate);
         double t2 = tl_now_s();
         P->t_merge += t2 - t1;
-        if (pr.k) {
-            parts_wait(&pr);
+        if (kn) {
+            tl_run_wait(&pr);
             P->t_parse += tl_now_s() - t2;
             if (w != W_MORE) /* the merge found a part it could not take: not the next start */
                 window_close(&wn);
@@ -3011,13 +2988,13 @@ static int read_windows(jr *d, pread_t *P, uint64_t *off, int *state)
         d->consumed = *off;
         d->len = 0;
         show_progress(d, 0);
-        if (pr.k) { /* parsed already: on to its merge */
+        if (kn) { /* parsed already: on to its merge */
             part *sw = cur;
             cur = nxt;
             nxt = sw;
             wc = wn;
             memcpy(cut_c, cut_n, sizeof cut_c);
-            kc = pr.k;
+            kc = kn;
             continue;
         }
         if (window_open(d, P, *off, 1, &wc) != 0) /* not mapped: read in the parts' absence */

@@ -367,21 +367,34 @@ void tl_prefault_stop(tl_prefault *pf)
     pf->running = 0;
 }
 
+void tl_run_start(tl_runner *r, void *(*fn)(void *), void *items, size_t size, int first, int n)
+{
+    r->fn = fn;
+    r->items = items;
+    r->size = size;
+    r->first = first;
+    r->n = n;
+    for (int k = first; k < n && k < 64; k++)
+        r->started[k] = tl_thread_start(&r->th[k], fn, r->items + (size_t)k * size) == 0;
+}
+
+void tl_run_wait(tl_runner *r)
+{
+    for (int k = r->first; k < r->n; k++) {
+        if (k < 64 && r->started[k])
+            pthread_join(r->th[k], NULL);
+        else
+            r->fn(r->items + (size_t)k * r->size);
+    }
+}
+
 void tl_run_each(void *(*fn)(void *), void *items, size_t size, int n)
 {
-    pthread_t th[64];
-    int started[64] = {0};
-    char *it = items;
-    for (int k = 1; k < n; k++)
-        started[k] = k < 64 && tl_thread_start(&th[k], fn, it + (size_t)k * size) == 0;
+    tl_runner r;
+    tl_run_start(&r, fn, items, size, 1, n);
     if (n > 0)
-        fn(it);
-    for (int k = 1; k < n; k++) {
-        if (started[k])
-            pthread_join(th[k], NULL);
-        else
-            fn(it + (size_t)k * size);
-    }
+        fn(items);
+    tl_run_wait(&r);
 }
 
 /* ---- trace ------------------------------------------------------------------------------ */
@@ -1685,8 +1698,7 @@ static int compute_links(tl_trace *t, const finish_counts *c)
  * memory table): 0.2 s of the finish of 2 GB on the 16-core machine */
 typedef struct mem_sorter {
     tl_trace *t;
-    pthread_t th;
-    int started, rc;
+    int rc;
 } mem_sorter;
 
 static void *sort_mem_main(void *arg)
@@ -1698,16 +1710,6 @@ static void *sort_mem_main(void *arg)
 
 #define MEM_SORT_THREAD_MIN 100000 /* memory events; fewer are sorted in a few ms */
 
-/* Wait for the memory table's sort (or sort it here, when no thread does): 0 or -1. */
-static int sort_mem_done(mem_sorter *m)
-{
-    if (!m->started)
-        return sort_mem(m->t);
-    pthread_join(m->th, NULL);
-    m->started = 0;
-    return m->rc;
-}
-
 int tl_trace_finish(tl_trace *t)
 {
     tl_trace_memo_drop(t);
@@ -1715,14 +1717,17 @@ int tl_trace_finish(tl_trace *t)
         return 0;
     if (t->nev > (size_t)INT32_MAX)
         return -1;
-    mem_sorter ms = {t, 0, 0, 0};
-    if (t->nmem >= MEM_SORT_THREAD_MIN && finish_threads(t) > 1)
-        ms.started = tl_thread_start(&ms.th, sort_mem_main, &ms) == 0;
+    mem_sorter ms = {t, 0};
+    tl_runner mr;
+    int apart = t->nmem >= MEM_SORT_THREAD_MIN && finish_threads(t) > 1;
+    if (apart)
+        tl_run_start(&mr, sort_mem_main, &ms, sizeof ms, 0, 1);
     finish_counts c;
     double t0 = tl_now_s(), t1 = t0, t2 = t0, t3;
     if (sort_events(t) != 0 || (t1 = tl_now_s(), compute_nesting(t, &c)) != 0 ||
         (t2 = tl_now_s(), compute_links(t, &c)) != 0) {
-        sort_mem_done(&ms);
+        if (apart)
+            tl_run_wait(&mr);
         return -1;
     }
     t3 = tl_now_s();
@@ -1737,15 +1742,18 @@ int tl_trace_finish(tl_trace *t)
         const char *nm = tl_copy_default_name(e);
         e->name = tl_intern(&t->strings, nm, strlen(nm));
     }
-    if (sort_mem_done(&ms) != 0)
+    if (apart)
+        tl_run_wait(&mr);
+    else
+        ms.rc = sort_mem(t);
+    if (ms.rc != 0)
         return -1;
     if (getenv("TALLY_READ_STATS")) /* where the finish goes (docs/PERFORMANCE.md) */
         fprintf(stderr,
                 "tally: finish: %.3f s sorting and moving, %.3f s nesting, %.3f s linking, "
                 "%.3f s the rest (%zu events; the memory table sorted %s)\n",
                 t1 - t0, t2 - t1, t3 - t2, tl_now_s() - t3, t->nev,
-                t->nmem >= MEM_SORT_THREAD_MIN && finish_threads(t) > 1 ? "beside them"
-                                                                        : "in the rest");
+                apart ? "beside them" : "in the rest");
     t->finished = 1;
     t->finish_known_ = 1;
     return 0;

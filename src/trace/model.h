@@ -414,6 +414,20 @@ int tl_thread_start(pthread_t *th, void *(*fn)(void *), void *arg);
  * runs in the caller, after. Returns when all are done. */
 void tl_run_each(void *(*fn)(void *), void *items, size_t size, int n);
 
+/* The same in two halves, for work the caller does meanwhile: tl_run_start starts items
+ * [first, n) each in a thread of its own (at most 64), tl_run_wait joins them and runs in the
+ * caller any whose thread could not be made (and those past 64). */
+typedef struct tl_runner {
+    void *(*fn)(void *);
+    char *items;
+    size_t size;
+    int first, n;
+    pthread_t th[64];
+    unsigned char started[64];
+} tl_runner;
+void tl_run_start(tl_runner *r, void *(*fn)(void *), void *items, size_t size, int first, int n);
+void tl_run_wait(tl_runner *r);
+
 /* Threads to use where a caller says 0: TALLY_THREADS when set to a number > 0, else the
  * available cores; at most 64. */
 int tl_default_threads(void);
