@@ -45,6 +45,22 @@ void tl_ivset_extend(tl_ivset *set, int64_t s, int64_t e)
     tl_ivset_add(set, s, e);
 }
 
+void tl_ivset_append(tl_ivset *set, const tl_ivset *from)
+{
+    for (size_t i = 0; i < from->n; i++)
+        tl_ivset_add(set, from->v[i].s, from->v[i].e);
+}
+
+int tl_view_parts(const tl_trace *t, size_t n, size_t min)
+{
+    int k = t->read_threads > 0 ? t->read_threads : tl_default_threads();
+    if (k > 16)
+        k = 16;
+    if (min && n / min < (size_t)k)
+        k = (int)(n / min);
+    return k < 1 ? 1 : k;
+}
+
 static int iv_cmp(const void *pa, const void *pb)
 {
     const tl_iv *a = pa, *b = pb;

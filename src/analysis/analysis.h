@@ -28,6 +28,8 @@ void tl_ivset_add(tl_ivset *set, int64_t s, int64_t e);
 /* Add [s, e), or merge it into the last interval when it starts inside it: for a set about to
  * be normalized, filled in start order (one track's events), this keeps it small. */
 void tl_ivset_extend(tl_ivset *set, int64_t s, int64_t e);
+/* Add every interval of from (the set is not normalized: for sets filled in parts). */
+void tl_ivset_append(tl_ivset *set, const tl_ivset *from);
 void tl_ivset_normalize(tl_ivset *set);       /* sort and merge overlaps */
 int64_t tl_ivset_length(const tl_ivset *set); /* total length (normalized set) */
 void tl_ivset_union(const tl_ivset *a, const tl_ivset *b, tl_ivset *out);     /* normalized */
@@ -38,6 +40,13 @@ void tl_ivset_clear(tl_ivset *set);
 void tl_ivset_free(tl_ivset *set);
 /* Whether x lies in the normalized set (binary search). */
 int tl_ivset_has(const tl_ivset *set, int64_t x);
+
+/* ---- threads inside a view ------------------------------------------------------------------ */
+
+/* How many parts a view splits n items into for threads of its own: as many as the load used
+ * (-j, TALLY_THREADS: t->read_threads; else the cores), at most 16, each of at least min items
+ * (1 for few items). Part c of k is [n * c / k, n * (c + 1) / k). */
+int tl_view_parts(const tl_trace *t, size_t n, size_t min);
 
 /* The mean of n values that sum to total, rounded to nearest (n > 0); a saturated total gives
  * INT64_MAX / n rather than a wrapped sum. */

@@ -112,24 +112,52 @@ static int is_device_work(tl_cat c)
     return c == TL_CAT_KERNEL || c == TL_CAT_MEMCPY || c == TL_CAT_MEMSET;
 }
 
+/* What a name says, found once per string id (a trace has millions of events and thousands of
+ * names): the N_* bits, with N_SEEN set once known. */
+enum {
+    N_SEEN = 1,
+    N_PLUGIN_DL = 2, /* is_plugin_dataloader */
+    N_DL_PREFIX = 4, /* "enumerate(DataLoader)#..." */
+    N_STEP = 8,      /* "ProfilerStep#..." */
+    N_COMM = 16      /* is_comm_op */
+};
+
+typedef struct names {
+    const tl_trace *t;
+    uint8_t *flags; /* per string id */
+} names;
+
+static unsigned name_flags(names *nm, uint32_t id)
+{
+    if (id >= nm->t->strings.count)
+        id = 0; /* tl_str reads such ids as "" */
+    if (!nm->flags[id]) {
+        const char *n = tl_str(&nm->t->strings, id);
+        nm->flags[id] =
+            (uint8_t)(N_SEEN | (is_plugin_dataloader(n) ? N_PLUGIN_DL : 0) |
+                      (has_prefix(n, "enumerate(DataLoader)#") ? N_DL_PREFIX : 0) |
+                      (has_prefix(n, "ProfilerStep#") ? N_STEP : 0) | (is_comm_op(n) ? N_COMM : 0));
+    }
+    return nm->flags[id];
+}
+
 /* The role of a host event, or -1 (steps, runtime handled apart, python functions, memory,
  * instants: none, as in the plugin). */
-static int host_role(const tl_trace *t, const tl_event *e)
+static int host_role(names *nm, const tl_event *e)
 {
-    const char *n = tl_str(&t->strings, e->name);
     switch ((tl_cat)e->cat) {
     case TL_CAT_RUNTIME:
         return R_RUNTIME;
     case TL_CAT_COMMUNICATION:
         return R_COMM;
-    case TL_CAT_DATALOADER:
+    case TL_CAT_DATALOADER: {
         /* PyTorch's enumerate(DataLoader)# ranges other than __next__ are CPU work there */
-        if (is_plugin_dataloader(n) || !has_prefix(n, "enumerate(DataLoader)#"))
-            return R_DATALOADER;
-        return R_CPU;
+        unsigned f = name_flags(nm, e->name);
+        return (f & N_PLUGIN_DL) || !(f & N_DL_PREFIX) ? R_DATALOADER : R_CPU;
+    }
     case TL_CAT_GPU_USER:
         /* the GPU side of a step marks the step: no work (the plugin takes it for a step) */
-        if (has_prefix(n, "ProfilerStep#"))
+        if (name_flags(nm, e->name) & N_STEP)
             return -1;
         /* fall through */
     case TL_CAT_USER:
@@ -137,10 +165,12 @@ static int host_role(const tl_trace *t, const tl_event *e)
     case TL_CAT_FORWARD:
     case TL_CAT_BACKWARD:
     case TL_CAT_OPTIMIZER:
-    case TL_CAT_OPERATOR_INNER:
-        if (is_plugin_dataloader(n))
+    case TL_CAT_OPERATOR_INNER: {
+        unsigned f = name_flags(nm, e->name);
+        if (f & N_PLUGIN_DL)
             return R_DATALOADER;
-        return is_comm_op(n) ? R_COMM : R_CPU;
+        return f & N_COMM ? R_COMM : R_CPU;
+    }
     default:
         return -1;
     }
@@ -151,8 +181,9 @@ static int host_role(const tl_trace *t, const tl_event *e)
  * (user annotations give none: a kernel launched inside a "nccl:all_reduce" user_annotation,
  * as older PyTorch wrote them, stays a Kernel there). The model keeps no external ids, so the
  * innermost operator around the call stands for it. */
-static int comm_kernel(const tl_trace *t, const tl_event *k)
+static int comm_kernel(names *nm, const tl_event *k)
 {
+    const tl_trace *t = nm->t;
     if (k->link == TL_NONE)
         return 0;
     for (int32_t p = t->ev[k->link].parent; p != TL_NONE; p = t->ev[p].parent) {
@@ -160,7 +191,7 @@ static int comm_kernel(const tl_trace *t, const tl_event *k)
         if (c == TL_CAT_COMMUNICATION)
             return 1;
         if (c == TL_CAT_OPERATOR)
-            return is_comm_op(tl_str(&t->strings, t->ev[p].name));
+            return (name_flags(nm, t->ev[p].name) & N_COMM) != 0;
     }
     return 0;
 }
@@ -273,17 +304,34 @@ static int extend_steps(const tl_trace *t, bstep *st, int n, int *dropped)
     return n;
 }
 
-/* The role sets, each the union of its events' intervals over the whole trace. */
-static int role_sets(const tl_trace *t, tl_ivset *role)
+/* The role sets, each the union of its events' intervals over the whole trace, filled in parts
+ * of the events (each part's sets apart, by a thread of its own) and joined. An event that
+ * starts inside the interval added last (a child inside its parent, on one track) extends it
+ * instead of adding one: the same union, several times fewer intervals to sort. */
+typedef struct role_part {
+    const tl_trace *t;
+    size_t lo, hi;
+    tl_ivset role[R_OTHER];
+    int oom;
+} role_part;
+
+static void *role_part_main(void *arg)
 {
-    for (size_t i = 0; i < t->nev; i++) {
+    role_part *p = arg;
+    const tl_trace *t = p->t;
+    names nm = {t, calloc(t->strings.count ? t->strings.count : 1, 1)};
+    if (!nm.flags) {
+        p->oom = 1;
+        return NULL;
+    }
+    for (size_t i = p->lo; i < p->hi; i++) {
         const tl_event *e = &t->ev[i];
-        if (e->dur < 0 || (e->flags & TL_EV_INSTANT))
+        if (e->dur <= 0 || (e->flags & TL_EV_INSTANT))
             continue;
         int r;
         switch ((tl_cat)e->cat) {
         case TL_CAT_KERNEL:
-            r = comm_kernel(t, e) ? R_COMM : R_KERNEL;
+            r = comm_kernel(&nm, e) ? R_COMM : R_KERNEL;
             break;
         case TL_CAT_MEMCPY:
             r = R_MEMCPY;
@@ -292,14 +340,62 @@ static int role_sets(const tl_trace *t, tl_ivset *role)
             r = R_MEMSET;
             break;
         default:
-            r = host_role(t, e);
+            r = host_role(&nm, e);
         }
-        if (r >= 0 && e->dur > 0)
-            tl_ivset_add(&role[r], e->ts, e->ts + e->dur);
+        if (r >= 0)
+            tl_ivset_extend(&p->role[r], e->ts, e->ts + e->dur);
     }
+    free(nm.flags);
     for (int r = 0; r < R_OTHER; r++)
-        tl_ivset_normalize(&role[r]);
+        p->oom |= p->role[r].oom;
+    return NULL;
+}
+
+/* What role_sets does beside the parts: the steps' extension (extend_steps). */
+typedef struct role_sets_job {
+    role_part *parts;
+    int k;
+    tl_runner run;
+} role_sets_job;
+
+#define ROLE_PART_MIN 262144 /* events: fewer are one part */
+
+/* Start filling role sets in threads; role_sets_end joins them into role (normalized). */
+static int role_sets_start(const tl_trace *t, role_sets_job *j)
+{
+    j->k = tl_view_parts(t, t->nev, ROLE_PART_MIN);
+    j->parts = calloc((size_t)j->k, sizeof *j->parts);
+    if (!j->parts)
+        return -1;
+    for (int c = 0; c < j->k; c++) {
+        j->parts[c].t = t;
+        j->parts[c].lo = t->nev * (size_t)c / (size_t)j->k;
+        j->parts[c].hi = t->nev * (size_t)(c + 1) / (size_t)j->k;
+    }
+    /* the first part here, in role_sets_end: the caller's work goes first meanwhile */
+    tl_run_start(&j->run, role_part_main, j->parts, sizeof *j->parts, 1, j->k);
     return 0;
+}
+
+static int role_sets_end(role_sets_job *j, tl_ivset *role)
+{
+    role_part_main(&j->parts[0]);
+    tl_run_wait(&j->run);
+    int oom = 0;
+    for (int r = 0; r < R_OTHER; r++) {
+        role[r] = j->parts[0].role[r];
+        for (int c = 1; c < j->k; c++) {
+            tl_ivset_append(&role[r], &j->parts[c].role[r]);
+            tl_ivset_free(&j->parts[c].role[r]);
+        }
+        tl_ivset_normalize(&role[r]);
+        oom |= role[r].oom;
+    }
+    for (int c = 0; c < j->k; c++)
+        oom |= j->parts[c].oom;
+    free(j->parts);
+    j->parts = NULL;
+    return oom ? -1 : 0;
 }
 
 tl_table *tl_view_breakdown(const tl_trace *t, const tl_view_opts *o, tl_error *err)
@@ -311,11 +407,39 @@ tl_table *tl_view_breakdown(const tl_trace *t, const tl_view_opts *o, tl_error *
     tl_ivset role[R_N], cost[R_N], slots = {0}, tmp = {0};
     memset(role, 0, sizeof role);
     memset(cost, 0, sizeof cost);
+    role_sets_job rj = {0};
+    int n = 0, dropped = 0;
     if (tl_steps_load(t, &steps) != 0)
         goto oom;
-    int n = steps.n;
+    n = steps.n;
     st = calloc(n ? (size_t)n : 1, sizeof *st);
-    if (!st || role_sets(t, role) != 0)
+    if (!st || role_sets_start(t, &rj) != 0)
+        goto oom;
+    if (n) { /* the steps and their extension while the role sets are filled */
+        for (int k = 0; k < n; k++) {
+            st[k].s = steps.v[k].s;
+            st[k].e = steps.v[k].e;
+            st[k].name = steps.v[k].name;
+            st[k].dev_s = INT64_MAX;
+            st[k].dev_e = INT64_MIN;
+        }
+        if (steps.pseudo) { /* the plugin: the span of the host operators */
+            int64_t a = INT64_MAX, b = INT64_MIN;
+            for (size_t i = 0; i < t->nev; i++) {
+                const tl_event *e = &t->ev[i];
+                if (e->cat != TL_CAT_OPERATOR || e->dur < 0)
+                    continue;
+                a = e->ts < a ? e->ts : a;
+                b = e->ts + e->dur > b ? e->ts + e->dur : b;
+            }
+            if (a < b) {
+                st[0].s = a;
+                st[0].e = b;
+            }
+        }
+        n = extend_steps(t, st, n, &dropped); /* -1: out of memory, after the join */
+    }
+    if (role_sets_end(&rj, role) != 0 || n < 0)
         goto oom;
     /* The Communication column only when there is communication (the plugin's way). */
     int any_comm = role[R_COMM].n > 0, col[R_N], ncols = B_ROLE0;
@@ -335,31 +459,6 @@ tl_table *tl_view_breakdown(const tl_trace *t, const tl_view_opts *o, tl_error *
         free(st);
         return tab;
     }
-    for (int k = 0; k < n; k++) {
-        st[k].s = steps.v[k].s;
-        st[k].e = steps.v[k].e;
-        st[k].name = steps.v[k].name;
-        st[k].dev_s = INT64_MAX;
-        st[k].dev_e = INT64_MIN;
-    }
-    if (steps.pseudo) { /* the plugin: the span of the host operators */
-        int64_t a = INT64_MAX, b = INT64_MIN;
-        for (size_t i = 0; i < t->nev; i++) {
-            const tl_event *e = &t->ev[i];
-            if (e->cat != TL_CAT_OPERATOR || e->dur < 0)
-                continue;
-            a = e->ts < a ? e->ts : a;
-            b = e->ts + e->dur > b ? e->ts + e->dur : b;
-        }
-        if (a < b) {
-            st[0].s = a;
-            st[0].e = b;
-        }
-    }
-    int dropped = 0;
-    n = extend_steps(t, st, n, &dropped);
-    if (n < 0)
-        goto oom;
 
     /* Each role takes what the roles before it left of the steps. */
     for (int k = 0; k < n; k++)

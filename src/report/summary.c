@@ -416,6 +416,7 @@ typedef struct ahead {
     tl_error err[64];
     unsigned char done[64];
     int next, taken, lead, stop, nth;
+    double t0; /* when the report began (TALLY_READ_STATS) */
     pthread_t th[64];
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -431,8 +432,11 @@ static tl_table *ahead_compute(const ahead *a, int k, tl_error *err)
     tl_view_opts vo = view_opts(d, a->o);
     double t0 = tl_now_s();
     tl_table *res = d->fn(a->t, &vo, err);
-    if (getenv("TALLY_READ_STATS")) /* what each view costs (docs/PERFORMANCE.md) */
-        fprintf(stderr, "tally: view %s: %.3f s\n", d->name, tl_now_s() - t0);
+    if (getenv("TALLY_READ_STATS")) { /* what each view costs (docs/PERFORMANCE.md) */
+        double t1 = tl_now_s();
+        fprintf(stderr, "tally: view %s: %.3f s (%.3f to %.3f s into the report)\n", d->name,
+                t1 - t0, t0 - a->t0, t1 - a->t0);
+    }
     return res;
 }
 
@@ -478,6 +482,7 @@ static void ahead_start(ahead *a, const tl_trace *t, const tl_report_opts *o, in
     a->t = t;
     a->o = o;
     a->n = n;
+    a->t0 = tl_now_s();
     a->next = a->taken = a->stop = a->nth = 0;
     memset(a->done, 0, sizeof a->done);
     memset(a->res, 0, sizeof a->res);
