@@ -302,20 +302,57 @@ static int places(const tl_trace *t, where *w, size_t *nw, uint64_t *unowned)
     return 0;
 }
 
-static int attribute(const tl_trace *t, tl_mem *m, int32_t *owner)
+/* What the walk of attribute needs besides the records' places, found by a thread of its own
+ * meanwhile: the merged operators (operators mode) and the calls of each name (the spans that
+ * could own records). */
+typedef struct spans_job {
+    const tl_trace *t;
+    const tl_mem *m;
+    uint8_t *merged;
+    uint32_t *calls; /* per string id */
+    int rc;
+} spans_job;
+
+static void *spans_main(void *arg)
 {
-    uint8_t *merged = NULL;
-    if (m->ops_mode && !(merged = merged_ops(t)))
-        return -1;
+    spans_job *j = arg;
+    const tl_trace *t = j->t;
+    j->rc = -1;
+    if (j->m->ops_mode && !(j->merged = merged_ops(t)))
+        return NULL;
+    if (!(j->calls = calloc(t->strings.count ? t->strings.count : 1, sizeof *j->calls)))
+        return NULL;
+    for (size_t i = 0; i < t->nev; i++) {
+        const tl_event *e = &t->ev[i];
+        if (is_span(e) && owns(t, j->m, e) && !(j->merged && j->merged[i]) &&
+            t->tracks[e->track].kind == TL_TRACK_THREAD && e->name < t->strings.count)
+            j->calls[e->name]++;
+    }
+    j->rc = 0;
+    return NULL;
+}
+
+static int attribute(const tl_trace *t, tl_mem *m, int32_t *owner, int threads)
+{
+    spans_job sj = {t, m, NULL, NULL, 0};
+    tl_runner sr;
+    tl_run_start(&sr, spans_main, &sj, sizeof sj, 0, threads > 1); /* none: run at the wait */
     where *w0 = tl_big_alloc((t->nmem ? t->nmem : 1) * sizeof *w0), *w = NULL;
     where *w1 = tl_big_alloc((t->nmem ? t->nmem : 1) * sizeof *w1);
     size_t nw = 0;
     tl_track_index ix = {0};
-    if (!w0 || !w1 || places(t, w0, &nw, &m->unowned) != 0 || !(w = sort_places(t, w0, w1, nw)) ||
-        tl_track_index_build(t, &ix) != 0) {
+    int placed = w0 && w1 && places(t, w0, &nw, &m->unowned) == 0 &&
+                 (w = sort_places(t, w0, w1, nw)) && tl_track_index_build(t, &ix) == 0;
+    if (threads <= 1)
+        spans_main(&sj);
+    tl_run_wait(&sr);
+    const uint8_t *merged = sj.merged;
+    if (!placed || sj.rc != 0) {
         free(w0);
         free(w1);
-        free(merged);
+        tl_track_index_free(&ix);
+        free(sj.merged);
+        free(sj.calls);
         return -1;
     }
     opsum s = {{0}, 0};
@@ -377,24 +414,11 @@ static int attribute(const tl_trace *t, tl_mem *m, int32_t *owner)
     free(w0);
     free(w1);
     tl_track_index_free(&ix);
-    if (rc == 0 && m->nops) { /* calls: the spans of each name that could own records */
-        uint32_t *calls = calloc(t->strings.count ? t->strings.count : 1, sizeof *calls);
-        if (!calls) {
-            rc = -1;
-        } else {
-            for (size_t i = 0; i < t->nev; i++) {
-                const tl_event *e = &t->ev[i];
-                if (is_span(e) && owns(t, m, e) && !(merged && merged[i]) &&
-                    t->tracks[e->track].kind == TL_TRACK_THREAD && e->name < t->strings.count)
-                    calls[e->name]++;
-            }
-            for (size_t i = 0; i < m->nops; i++)
-                m->ops[i].calls = calls[m->ops[i].name];
-            free(calls);
-        }
-    }
+    for (size_t i = 0; rc == 0 && i < m->nops; i++)
+        m->ops[i].calls = sj.calls[m->ops[i].name];
     tl_keymap_free(&s.index);
-    free(merged);
+    free(sj.merged);
+    free(sj.calls);
     return rc;
 }
 
@@ -681,13 +705,13 @@ typedef struct attrib_job {
     const tl_trace *t;
     tl_mem *m;
     int32_t *owner;
-    int rc;
+    int threads, rc;
 } attrib_job;
 
 static void *attribute_main(void *arg)
 {
     attrib_job *j = arg;
-    j->rc = attribute(j->t, j->m, j->owner);
+    j->rc = attribute(j->t, j->m, j->owner, j->threads);
     return NULL;
 }
 
@@ -716,10 +740,12 @@ int tl_mem_compute(const tl_trace *t, tl_mem *m)
     /* The owners (a walk of each thread's spans) and the replay (the records in time order)
      * read the trace and write apart (m->ops, m->unowned; m->dev, m->blocks): on a trace with
      * many records and a second core, the owners are found in a thread of their own meanwhile
-     * and given to the blocks after (1 GB: 0.4 and 0.2 s, one after the other before). */
-    attrib_job job = {t, m, owner, 0};
+     * and given to the blocks after (1 GB: 0.4 and 0.2 s, one after the other before); the
+     * owners' walk itself waits for the records' places while a third thread marks the merged
+     * operators and counts the calls. */
     int threads = t->read_threads > 0 ? t->read_threads : tl_default_threads();
     int apart = threads > 1 && t->nmem >= OWNERS_APART_MIN, replayed;
+    attrib_job job = {t, m, owner, apart ? threads : 1, 0};
     if (apart) {
         tl_runner r;
         tl_run_start(&r, attribute_main, &job, sizeof job, 0, 1);
@@ -729,7 +755,7 @@ int tl_mem_compute(const tl_trace *t, tl_mem *m)
             if (m->blocks[i].owner == OWNER_LATER)
                 m->blocks[i].owner = m->blocks[i].pos < t->nmem ? owner[m->blocks[i].pos] : TL_NONE;
     } else {
-        job.rc = attribute(t, m, owner);
+        job.rc = attribute(t, m, owner, 1);
         replayed = job.rc == 0 ? replay(t, m, owner) : -1;
     }
     if (job.rc != 0 || replayed != 0)

@@ -30,6 +30,7 @@
 #include "analysis/ops_events.h"
 #include "analysis/views.h"
 #include "trace/checked.h"
+#include "trace/grow_array.h"
 #include "trace/natsort.h"
 
 #include <limits.h>
@@ -764,6 +765,77 @@ static void made_free(void *ctx)
     free(m);
 }
 
+/* The [memory] records of the trace in time order, with the running sums of their bytes (host
+ * in pc, device in pd; an [OutOfMemory] record counts none): what the ops view's memory
+ * columns read, made by a thread of its own while the view builds its tree and rows. */
+typedef struct mem_prep {
+    const tl_trace *t;
+    memrec *mem;
+    int64_t *pc, *pd;
+    int32_t *attributed; /* nmem + 1 zeros, for the caller */
+    size_t nmem, cap;
+    int rc;
+} mem_prep;
+
+static void *mem_prep_main(void *arg)
+{
+    mem_prep *p = arg;
+    const tl_trace *t = p->t;
+    p->rc = -1;
+    for (size_t i = 0; i < t->nev; i++) {
+        const tl_event *e = &t->ev[i];
+        if (e->cat != TL_CAT_MEMORY)
+            continue;
+        if (tl_grow_array(&p->mem, &p->cap, p->nmem + 1, sizeof *p->mem) != 0)
+            return NULL;
+        p->mem[p->nmem++] =
+            (memrec){e->ts, e->value, (e->flags & TL_EV_MEM_DEVICE) != 0, (int32_t)i};
+    }
+    size_t n = p->nmem;
+    if (!n) {
+        p->rc = 0;
+        return NULL;
+    }
+    p->attributed = tl_big_calloc(n + 1, sizeof *p->attributed);
+    p->pc = tl_big_alloc((n + 1) * sizeof *p->pc);
+    p->pd = tl_big_alloc((n + 1) * sizeof *p->pd);
+    if (!p->attributed || !p->pc || !p->pd)
+        return NULL;
+    /* in event order: sorted already when they are all on one thread */
+    for (size_t j = 1; j < n; j++)
+        if (MEMREC_BEFORE(&p->mem[j], &p->mem[j - 1], NULL)) {
+            memrec *tmp = tl_big_alloc(n * sizeof *tmp), *sorted;
+            if (!tmp || !(sorted = memrec_sort(p->mem, tmp, n, NULL))) {
+                free(tmp);
+                return NULL;
+            }
+            if (sorted == tmp) {
+                free(p->mem);
+                p->mem = tmp;
+            } else {
+                free(tmp);
+            }
+            break;
+        }
+    uint32_t last_name = UINT32_MAX; /* the records have a name or two: each looked at once */
+    int last_oom = 0;
+    p->pc[0] = p->pd[0] = 0;
+    for (size_t j = 0; j < n; j++) {
+        uint32_t name = t->ev[p->mem[j].ev].name;
+        if (name != last_name) {
+            last_name = name;
+            last_oom = !strcmp(tl_str(&t->strings, name), "[OutOfMemory]");
+        }
+        int64_t b = last_oom ? 0 : p->mem[j].bytes;
+        p->pc[j + 1] = tl_add_sat(p->pc[j], p->mem[j].device ? 0 : b);
+        p->pd[j + 1] = tl_add_sat(p->pd[j], p->mem[j].device ? b : 0);
+    }
+    p->rc = 0;
+    return NULL;
+}
+
+#define MEM_PREP_APART_MIN 262144 /* events: fewer are gathered in turn, in a few ms */
+
 tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
 {
     size_t n = t->nev;
@@ -780,8 +852,14 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
     ops_row *rows = NULL;
     size_t nrows = 0;
     tl_table *tab = NULL;
+    mem_prep mp = {.t = t};
+    tl_runner mr;
+    int prep_apart = 0, prep_running = 0;
     if (!in || !row || !named)
         goto oom;
+    prep_apart = tl_view_parts(t, n, MEM_PREP_APART_MIN) > 1;
+    tl_run_start(&mr, mem_prep_main, &mp, sizeof mp, 0, prep_apart);
+    prep_running = 1;
 
     /* 1, 2. which events are rows, the tree of kept host events */
     if (tl_ops_tree(t, in) != 0)
@@ -791,8 +869,6 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
         const tl_event *e = &t->ev[i];
         const tl_ops_event *x = &in[i];
         row[i] = -1;
-        if (e->cat == TL_CAT_MEMORY)
-            nmem++;
         if (x->kind == TL_OPS_NONE)
             continue;
         uint32_t nameid = x->step ? STEP_NAME_ID : e->name;
@@ -821,44 +897,24 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
     tl_ops_times(t, in, add_to_row, &(row_sums){X.rows, row});
     /* 4. memory: records sorted by time; each host event takes those in [start, end] (on any
      * thread, as torch does); records in no event become rows of their own */
+    if (!prep_apart)
+        mem_prep_main(&mp);
+    tl_run_wait(&mr);
+    prep_running = 0;
+    mem = mp.mem;
+    pc = mp.pc;
+    pd = mp.pd;
+    attributed = mp.attributed;
+    nmem = mp.nmem;
+    mp.mem = NULL;
+    mp.pc = mp.pd = NULL;
+    mp.attributed = NULL;
+    if (mp.rc != 0)
+        goto oom;
     if (nmem) {
-        mem = tl_big_alloc(nmem * sizeof *mem);
-        attributed = tl_big_calloc(nmem + 1, sizeof *attributed);
-        pc = tl_big_alloc((nmem + 1) * sizeof *pc);
-        pd = tl_big_alloc((nmem + 1) * sizeof *pd);
         X.mem = calloc(X.cap ? X.cap : 1, sizeof *X.mem);
-        if (!mem || !attributed || !pc || !pd || !X.mem)
+        if (!X.mem)
             goto oom;
-        size_t k = 0;
-        for (size_t i = 0; i < n; i++) {
-            const tl_event *e = &t->ev[i];
-            if (e->cat == TL_CAT_MEMORY)
-                mem[k++] =
-                    (memrec){e->ts, e->value, (e->flags & TL_EV_MEM_DEVICE) != 0, (int32_t)i};
-        }
-        /* in event order: sorted already when they are all on one thread */
-        for (size_t j = 1; j < nmem; j++)
-            if (MEMREC_BEFORE(&mem[j], &mem[j - 1], NULL)) {
-                memrec *tmp = tl_big_alloc(nmem * sizeof *tmp), *sorted;
-                if (!tmp || !(sorted = memrec_sort(mem, tmp, nmem, NULL))) {
-                    free(tmp);
-                    goto oom;
-                }
-                if (sorted == tmp) {
-                    free(mem);
-                    mem = tmp;
-                } else {
-                    free(tmp);
-                }
-                break;
-            }
-        pc[0] = pd[0] = 0;
-        for (size_t j = 0; j < nmem; j++) {
-            int oom_rec = (name_flags(t, named, t->ev[mem[j].ev].name) & NM_OOM) != 0;
-            int64_t b = oom_rec ? 0 : mem[j].bytes;
-            pc[j + 1] = tl_add_sat(pc[j], mem[j].device ? 0 : b);
-            pd[j + 1] = tl_add_sat(pd[j], mem[j].device ? b : 0);
-        }
         /* Events of a track come by start: the lower bound only moves forward along a track,
          * and the upper one is near it for all but the longest events. */
         uint32_t track = UINT32_MAX;
@@ -1078,6 +1134,12 @@ fail:
     tl_table_free(tab);
     tab = NULL;
 done:
+    if (prep_running)
+        tl_run_wait(&mr);
+    free(mp.mem);
+    free(mp.pc);
+    free(mp.pd);
+    free(mp.attributed);
     scratch_free(&X, &in, &row, &named, &mem, &attributed, &pc, &pd);
     shape_set_free(&X.shapes);
     free(X.rows);

@@ -5,7 +5,6 @@
  */
 #include "cli/runner.h"
 #include "report/summary.h"
-#include "trace/now.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -101,13 +100,10 @@ int cli_load(const char *verb, tl_trace *t, const char *path, int progress)
     tl_error err = {{0}};
     loading_verb = verb;
     loading_path = path;
-    double t0 = tl_now_s();
     int rc = tl_load(t, path, progress, &err);
     loading_verb = loading_path = NULL;
     if (rc != 0)
         return cli_fail(verb, &err);
-    if (getenv("TALLY_READ_STATS")) /* the load's wall time, with the views' (summary.c) */
-        fprintf(stderr, "tally: loaded in %.3f s\n", tl_now_s() - t0);
     if (!t->finished && tl_trace_finish(t) != 0) {
         tl_error_setc(&err, TL_ERR_NOMEM, "%s: out of memory", path);
         return cli_fail(verb, &err);

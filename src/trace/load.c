@@ -5,6 +5,7 @@
  */
 #include "record/format.h"
 #include "trace/model.h"
+#include "trace/now.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -75,6 +76,7 @@ static int spool(int fd, const char *name, tl_error *err)
 
 int tl_load(tl_trace *t, const char *path, int progress, tl_error *err)
 {
+    double t0 = tl_now_s();
     int is_stdin = strcmp(path, "-") == 0;
     const char *name = is_stdin ? "<stdin>" : path;
     int fd = is_stdin ? fcntl(0, F_DUPFD_CLOEXEC, 3) : open(path, O_RDONLY | O_CLOEXEC);
@@ -121,5 +123,7 @@ int tl_load(tl_trace *t, const char *path, int progress, tl_error *err)
         }
     }
     close(fd);
+    if (rc == 0 && getenv("TALLY_READ_STATS")) /* with the views' times (summary.c) */
+        fprintf(stderr, "tally: loaded in %.3f s\n", tl_now_s() - t0);
     return rc;
 }

@@ -1198,18 +1198,106 @@ static int cmp_u64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static int sort_tracks(const tl_event *ev, uint32_t *perm, const size_t *start, const size_t *runs,
-                       size_t ntr, int threads)
+/* A track of two runs (one pair out of order), merged by threads: the output is cut into pieces
+ * at positions whose split between the two runs a binary search finds (the order is strict, so
+ * the merge is the one the sort gives). */
+typedef struct merge_piece {
+    const tl_event *ev;
+    const uint32_t *a, *b; /* the runs */
+    size_t na, nb;
+    uint32_t *out;
+    size_t k0, k1; /* the piece: out[k0, k1) */
+} merge_piece;
+
+/* How many of the first k merged come from a. */
+static size_t merge_split(const merge_piece *m, size_t k)
 {
-    size_t norder = 0, total = 0;
+    size_t lo = k > m->nb ? k - m->nb : 0, hi = k < m->na ? k : m->na;
+    while (lo < hi) {
+        size_t i = lo + (hi - lo) / 2, j = k - i;
+        if (j > 0 && idx_before(&m->a[i], &m->b[j - 1], m->ev))
+            lo = i + 1;
+        else
+            hi = i;
+    }
+    return lo;
+}
+
+static void *merge_piece_main(void *arg)
+{
+    const merge_piece *m = arg;
+    size_t i = merge_split(m, m->k0), ie = merge_split(m, m->k1);
+    size_t j = m->k0 - i, je = m->k1 - ie;
+    uint32_t *o = m->out + m->k0;
+    while (i < ie && j < je)
+        *o++ = idx_before(&m->b[j], &m->a[i], m->ev) ? m->b[j++] : m->a[i++];
+    while (i < ie)
+        *o++ = m->a[i++];
+    while (j < je)
+        *o++ = m->b[j++];
+    return NULL;
+}
+
+/* Merge the c indices of seg, two runs that meet where the event brk is (seg holds a track's
+ * indices in the order added: ascending), with tmp (c of them) and up to threads threads. */
+static void merge_two_runs(const tl_event *ev, uint32_t *seg, size_t c, size_t brk, uint32_t *tmp,
+                           int threads)
+{
+    size_t m = 0, hi = c; /* the first index >= brk */
+    while (m < hi) {
+        size_t mid = m + (hi - m) / 2;
+        if (seg[mid] < brk)
+            m = mid + 1;
+        else
+            hi = mid;
+    }
+    merge_piece pieces[64];
+    int k = threads < 1 ? 1 : threads > 64 ? 64 : threads;
+    for (int p = 0; p < k; p++)
+        pieces[p] = (merge_piece){ev,
+                                  seg,
+                                  seg + m,
+                                  m,
+                                  c - m,
+                                  tmp,
+                                  c * (size_t)p / (size_t)k,
+                                  c * (size_t)(p + 1) / (size_t)k};
+    tl_run_each(merge_piece_main, pieces, sizeof *pieces, k);
+    memcpy(seg, tmp, c * sizeof *seg);
+}
+
+#define MERGE_APART_MIN (1u << 18) /* events of a two-run track merged by threads */
+
+static int sort_tracks(const tl_event *ev, uint32_t *perm, const size_t *start, const size_t *runs,
+                       const size_t *brk, size_t ntr, int threads)
+{
+    /* Big tracks of two runs first, each merged by all the threads (a trace of two host threads
+     * whose events came in two runs each is otherwise sorted by two threads), then the others,
+     * each by one thread */
+    size_t norder = 0, total = 0, big = 0;
     for (size_t tr = 0; tr < ntr; tr++)
-        norder += runs[tr] != 0;
+        if (runs[tr] == 1 && start[tr + 1] - start[tr] >= MERGE_APART_MIN && threads > 1 &&
+            start[tr + 1] - start[tr] > big)
+            big = start[tr + 1] - start[tr];
+    uint32_t *mtmp = big ? tl_big_alloc(big * sizeof *mtmp) : NULL;
+    for (size_t tr = 0; tr < ntr && mtmp; tr++) {
+        size_t c = start[tr + 1] - start[tr];
+        if (runs[tr] == 1 && c >= MERGE_APART_MIN)
+            merge_two_runs(ev, perm + start[tr], c, brk[tr], mtmp, threads);
+    }
+    int merged = mtmp != NULL;
+    free(mtmp);
+    for (size_t tr = 0; tr < ntr; tr++)
+        norder += runs[tr] != 0 &&
+                  !(merged && runs[tr] == 1 && start[tr + 1] - start[tr] >= MERGE_APART_MIN);
     uint64_t *order = malloc((norder ? norder : 1) * sizeof *order);
     if (!order)
         return -1;
     norder = 0;
     for (size_t tr = 0; tr < ntr; tr++)
-        if (runs[tr]) { /* biggest first (a track holds fewer than 2^31 events), then by id */
+        if (runs[tr] && !(merged && runs[tr] == 1 &&
+                          start[tr + 1] - start[tr] >= MERGE_APART_MIN)) { /* biggest first (a
+                                   track holds fewer than 2^31 events), then by id */
             size_t c = start[tr + 1] - start[tr];
             order[norder++] = ((uint64_t)(INT32_MAX - c) << 32) | tr;
             total += c;
@@ -1244,6 +1332,7 @@ typedef struct count_part {
     size_t *cnt;         /* events of each track; after the counting, where the next one goes */
     size_t *first, *end; /* the track's first and last event in the part (SIZE_MAX: none) */
     size_t *runs;        /* pairs out of order inside the part */
+    size_t *brk;         /* the later event of such a pair (the last one) */
     uint32_t *perm;
     int fill, bad;
 } count_part;
@@ -1266,8 +1355,10 @@ static void *count_range(void *arg)
         p->cnt[tr]++;
         if (p->end[tr] == SIZE_MAX)
             p->first[tr] = i;
-        else if (!ev_before(&ev[p->end[tr]], p->end[tr], &ev[i], i))
+        else if (!ev_before(&ev[p->end[tr]], p->end[tr], &ev[i], i)) {
             p->runs[tr]++;
+            p->brk[tr] = i;
+        }
         p->end[tr] = i;
     }
     return NULL;
@@ -1275,22 +1366,23 @@ static void *count_range(void *arg)
 
 /* The stable counting sort of the events by track, in parts counted and filled by threads:
  * start[tr] the track's first slot (start[ntr] = n), runs[tr] (zeroed by the caller) the pairs
- * of its events out of order in the order added, perm the indices by track, *maxseg the longest
- * track with runs. -1 when an event's track is out of range, or out of memory. */
-static int count_tracks(tl_trace *t, size_t ntr, size_t *start, size_t *runs, uint32_t *perm,
-                        size_t *maxseg)
+ * of its events out of order in the order added, brk[tr] the later event of one such pair,
+ * perm the indices by track, *maxseg the longest track with runs. -1 when an event's track is
+ * out of range, or out of memory. */
+static int count_tracks(tl_trace *t, size_t ntr, size_t *start, size_t *runs, size_t *brk,
+                        uint32_t *perm, size_t *maxseg)
 {
     size_t n = t->nev;
     int k = n < PERMUTE_WALK_MAX ? 1 : finish_threads(t);
     k = k > 64 ? 64 : k;
     while (k > 1 && (size_t)k * ntr > ((size_t)1 << 20)) /* per-part arrays stay small */
         k--;
-    size_t *mem = malloc((size_t)k * ntr * 4 * sizeof *mem);
+    size_t *mem = malloc((size_t)k * ntr * 5 * sizeof *mem);
     if (!mem)
         return -1;
     count_part parts[64];
     for (int c = 0; c < k; c++) {
-        size_t *a = mem + (size_t)c * ntr * 4;
+        size_t *a = mem + (size_t)c * ntr * 5;
         parts[c] = (count_part){t->ev,
                                 n / (size_t)k * (size_t)c,
                                 c + 1 == k ? n : n / (size_t)k * (size_t)(c + 1),
@@ -1299,12 +1391,13 @@ static int count_tracks(tl_trace *t, size_t ntr, size_t *start, size_t *runs, ui
                                 a + ntr,
                                 a + 2 * ntr,
                                 a + 3 * ntr,
+                                a + 4 * ntr,
                                 perm,
                                 0,
                                 0};
         memset(a, 0, ntr * sizeof *a);
         memset(a + ntr, 0xff, 2 * ntr * sizeof *a);
-        memset(a + 3 * ntr, 0, ntr * sizeof *a);
+        memset(a + 3 * ntr, 0, 2 * ntr * sizeof *a);
     }
     tl_run_each(count_range, parts, sizeof *parts, k);
     int bad = 0;
@@ -1325,10 +1418,15 @@ static int count_tracks(tl_trace *t, size_t ntr, size_t *start, size_t *runs, ui
             count_part *p = &parts[c];
             if (!p->cnt[tr])
                 continue;
-            runs[tr] += p->runs[tr];
+            if (p->runs[tr]) {
+                runs[tr] += p->runs[tr];
+                brk[tr] = p->brk[tr];
+            }
             if (prev != SIZE_MAX &&
-                !ev_before(&t->ev[prev], prev, &t->ev[p->first[tr]], p->first[tr]))
+                !ev_before(&t->ev[prev], prev, &t->ev[p->first[tr]], p->first[tr])) {
                 runs[tr]++;
+                brk[tr] = p->first[tr];
+            }
             prev = p->end[tr];
             size_t cnt = p->cnt[tr];
             p->cnt[tr] = at;
@@ -1345,6 +1443,30 @@ static int count_tracks(tl_trace *t, size_t ntr, size_t *start, size_t *runs, ui
     return 0;
 }
 
+/* One part of the events for sort_events' check of the order: the first event out of order
+ * in [lo, hi) (bad; hi when none) and the largest track before it. */
+typedef struct order_part {
+    const tl_event *ev;
+    size_t lo, hi, bad;
+    uint32_t maxtr;
+} order_part;
+
+static void *order_range(void *arg)
+{
+    order_part *p = arg;
+    const tl_event *ev = p->ev;
+    p->bad = p->hi;
+    for (size_t i = p->lo; i < p->hi; i++) {
+        if (i && !ev_before(&ev[i - 1], i - 1, &ev[i], i)) {
+            p->bad = i;
+            break;
+        }
+        if (ev[i].track > p->maxtr)
+            p->maxtr = ev[i].track;
+    }
+    return NULL;
+}
+
 /* Readers add a track's events nearly in order (a thread's ops, a stream's kernels), but tracks
  * interleave: Kineto writes runtime calls and the kernels they launch in launch order, and
  * appends them after the threads' ops. So the order is found as a stable counting sort by track
@@ -1354,14 +1476,21 @@ static int sort_events(tl_trace *t)
 {
     size_t n = t->nev;
     tl_event *ev = t->ev;
-    /* in order already? (stops at the first event out of order: most traces have one early) */
+    /* in order already? The first event out of order (i0) and the tracks before it, found in
+     * parts by threads: a trace read in order is scanned whole */
+    int k = n < PERMUTE_WALK_MAX ? 1 : finish_threads(t);
+    k = k > 64 ? 64 : k;
+    order_part parts[64];
+    for (int c = 0; c < k; c++)
+        parts[c] = (order_part){ev, n / (size_t)k * (size_t)c,
+                                c + 1 == k ? n : n / (size_t)k * (size_t)(c + 1), 0, 0};
+    tl_run_each(order_range, parts, sizeof *parts, k);
     uint32_t maxtr = 0;
-    size_t i0 = 0;
-    for (; i0 < n; i0++) {
-        if (i0 && !ev_before(&ev[i0 - 1], i0 - 1, &ev[i0], i0))
-            break;
-        if (ev[i0].track > maxtr)
-            maxtr = ev[i0].track;
+    size_t i0 = n;
+    for (int c = 0; c < k && i0 == n; c++) {
+        maxtr = parts[c].maxtr > maxtr ? parts[c].maxtr : maxtr;
+        if (parts[c].bad < parts[c].hi)
+            i0 = parts[c].bad;
     }
     if (i0 >= n || n < 2)
         return 0;
@@ -1372,14 +1501,15 @@ static int sort_events(tl_trace *t)
     size_t ntr = (size_t)(t->ntracks > maxtr ? t->ntracks : maxtr + 1);
     size_t *start = malloc((ntr + 1) * sizeof *start); /* the track's first slot */
     size_t *runs = calloc(ntr, sizeof *runs);          /* runs in order, minus one */
+    size_t *brk = calloc(ntr, sizeof *brk);            /* where one of them starts */
     uint32_t *perm = tl_big_alloc(n * sizeof *perm);
     size_t maxseg = 0;
     int rc = -1;
-    if (!start || !runs || !perm)
+    if (!start || !runs || !brk || !perm)
         goto done;
-    if (count_tracks(t, ntr, start, runs, perm, &maxseg) != 0)
+    if (count_tracks(t, ntr, start, runs, brk, perm, &maxseg) != 0)
         goto done;
-    if (maxseg && sort_tracks(ev, perm, start, runs, ntr, finish_threads(t)) != 0)
+    if (maxseg && sort_tracks(ev, perm, start, runs, brk, ntr, finish_threads(t)) != 0)
         goto done;
     /* In place, at any size: copying into a second array reads the events in near-sequential
      * streams, but takes a second copy of the events for its length (peak memory 0.24 -> 0.34 of
@@ -1390,6 +1520,7 @@ static int sort_events(tl_trace *t)
 done:
     free(start);
     free(runs);
+    free(brk);
     free(perm);
     return rc;
 }

@@ -364,6 +364,58 @@ TEST(finish_in_threads_is_the_same_order)
     tl_trace_free(&a);
 }
 
+/* Two host threads whose events come in two runs each (the second run's starts fall between
+ * the first's, some equal), the break where the parts of the finish's count meet or inside one:
+ * big enough that each track's two runs are merged by threads (the merge cut at positions found
+ * by binary search), in the model's order and the same for any thread count. */
+static void two_run_trace(tl_trace *t, int threads, size_t brk)
+{
+    tl_trace_init(t);
+    t->read_threads = threads;
+    uint32_t a = tl_trace_track(t, TL_TRACK_THREAD, 1, 100, -1);
+    uint32_t b = tl_trace_track(t, TL_TRACK_THREAD, 1, 101, -1);
+    const size_t n = 600000;
+    for (size_t i = 0; i < n; i++) {
+        tl_event *e = tl_trace_add(t);
+        int second = i >= brk;
+        size_t k = second ? i - brk : i;
+        e->track = i % 2 ? b : a;
+        e->ts = (int64_t)k * 2 + (second && k % 5 ? 1 : 0); /* every fifth: equal starts */
+        e->dur = (int64_t)(i % 3);
+        e->value = (int64_t)i;
+        e->cat = TL_CAT_OPERATOR;
+    }
+}
+
+TEST(two_run_tracks_merged_in_threads_are_the_same)
+{
+    static const size_t brks[] = {300000, 200001};
+    for (size_t v = 0; v < sizeof brks / sizeof *brks; v++) {
+        tl_trace r;
+        two_run_trace(&r, 1, brks[v]);
+        CHECK_EQ_INT(tl_trace_finish(&r), 0);
+        size_t bad = 0;
+        for (size_t i = 1; i < r.nev; i++) {
+            const tl_event *p = &r.ev[i - 1], *e = &r.ev[i];
+            bad +=
+                p->track > e->track ||
+                (p->track == e->track &&
+                 (p->ts > e->ts || (p->ts == e->ts && (p->dur < e->dur || (p->dur == e->dur &&
+                                                                           p->value > e->value)))));
+        }
+        CHECK_EQ_INT(bad, 0);
+        static const int threads[] = {2, 7, 16};
+        for (size_t k = 0; k < sizeof threads / sizeof *threads; k++) {
+            tl_trace b;
+            two_run_trace(&b, threads[k], brks[v]);
+            CHECK_EQ_INT(tl_trace_finish(&b), 0);
+            CHECK(b.nev == r.nev && memcmp(r.ev, b.ev, r.nev * sizeof *r.ev) == 0);
+            tl_trace_free(&b);
+        }
+        tl_trace_free(&r);
+    }
+}
+
 /* Runtime and driver calls on 8 threads and kernels on 2 streams, in time order, with
  * correlation ids that repeat (a driver call inside its runtime call, two runtime calls of one
  * id with equal or different starts, several kernels of one launch, kernels of no call), dense
@@ -815,6 +867,7 @@ int main(void)
     RUN(permutations_of_every_shape);
     RUN(prefault_makes_pages_ahead_of_the_writer);
     RUN(finish_in_threads_is_the_same_order);
+    RUN(two_run_tracks_merged_in_threads_are_the_same);
     RUN(links_and_memory_in_threads_are_the_same);
     RUN(run_each_runs_every_item_once);
     RUN(finish_knows_the_span_and_the_steps);
