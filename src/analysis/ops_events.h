@@ -34,10 +34,24 @@ int tl_ops_tree(const tl_trace *t, tl_ops_event *in);
  * in event order each device row's own duration (SELF_CUDA and CUDA) and each synchronous host
  * row's duration (SELF_CPU) taken off its parent's (CHILD_CPU), then for each piece of device
  * work its duration to the op that launched it (SELF_CUDA) and to that op and each op above it
- * (CUDA). A term's ns is >= 0 for a model's event; CHILD_CPU subtracts it. */
+ * (CUDA). A term's ns is >= 0 for a model's event; CHILD_CPU subtracts it. Returns 0, or -1
+ * when out of memory (some terms given). */
 typedef enum { TL_OPS_SELF_CPU, TL_OPS_CHILD_CPU, TL_OPS_SELF_CUDA, TL_OPS_CUDA } tl_ops_term;
 typedef void (*tl_ops_add_fn)(void *ctx, int32_t ev, tl_ops_term term, int64_t ns);
-void tl_ops_times(const tl_trace *t, const tl_ops_event *in, tl_ops_add_fn add, void *ctx);
+int tl_ops_times(const tl_trace *t, const tl_ops_event *in, tl_ops_add_fn add, void *ctx);
+
+/* The same in parts, for a caller that does them apart (the ops view finds the launches in a
+ * thread while it makes its rows): event i's own terms (the first kind above); the device work
+ * with the op that launched it (in event order; *out malloc'd, -1 when out of memory); and
+ * their terms (the second kind). */
+typedef struct tl_ops_launch {
+    int32_t ev, owner;
+} tl_ops_launch;
+void tl_ops_own_terms(const tl_trace *t, const tl_ops_event *in, size_t i, tl_ops_add_fn add,
+                      void *ctx);
+int tl_ops_launches(const tl_trace *t, const tl_ops_event *in, tl_ops_launch **out, size_t *nout);
+void tl_ops_launch_terms(const tl_trace *t, const tl_ops_event *in, const tl_ops_launch *l,
+                         size_t n, tl_ops_add_fn add, void *ctx);
 
 /* A device row's span: Kineto's writer draws a gpu_user_annotation 1 ns early and 2 ns long
  * so that it sorts before its kernels; PyTorch's table has the true span. */

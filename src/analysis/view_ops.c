@@ -497,28 +497,32 @@ void tl_ops_device_span(const tl_trace *t, const tl_event *e, int64_t *ts, int64
     }
 }
 
-void tl_ops_times(const tl_trace *t, const tl_ops_event *in, tl_ops_add_fn add, void *ctx)
+void tl_ops_own_terms(const tl_trace *t, const tl_ops_event *in, size_t i, tl_ops_add_fn add,
+                      void *ctx)
 {
-    size_t n = t->nev;
     /* a device row: its own span is its self and total CUDA; a synchronous host row: its
      * duration is its self CPU, and is not its parent's */
-    for (size_t i = 0; i < n; i++) {
-        const tl_event *e = &t->ev[i];
-        const tl_ops_event *x = &in[i];
-        if (x->kind == TL_OPS_DEVICE) {
-            int64_t ts, dur;
-            tl_ops_device_span(t, e, &ts, &dur);
-            add(ctx, (int32_t)i, TL_OPS_CUDA, dur);
-            add(ctx, (int32_t)i, TL_OPS_SELF_CUDA, dur);
-        } else if (x->kind == TL_OPS_HOST && !x->async) {
-            add(ctx, (int32_t)i, TL_OPS_SELF_CPU, e->dur);
-            if (x->eparent != TL_NONE)
-                add(ctx, x->eparent, TL_OPS_CHILD_CPU, e->dur);
-        }
+    const tl_event *e = &t->ev[i];
+    const tl_ops_event *x = &in[i];
+    if (x->kind == TL_OPS_DEVICE) {
+        int64_t ts, dur;
+        tl_ops_device_span(t, e, &ts, &dur);
+        add(ctx, (int32_t)i, TL_OPS_CUDA, dur);
+        add(ctx, (int32_t)i, TL_OPS_SELF_CUDA, dur);
+    } else if (x->kind == TL_OPS_HOST && !x->async) {
+        add(ctx, (int32_t)i, TL_OPS_SELF_CPU, e->dur);
+        if (x->eparent != TL_NONE)
+            add(ctx, x->eparent, TL_OPS_CHILD_CPU, e->dur);
     }
-    /* device work: Self CUDA of its owner (the innermost kept span around the runtime call
-     * that launched it), CUDA total of the owner and every span above it */
-    for (size_t i = 0; i < n; i++) {
+}
+
+int tl_ops_launches(const tl_trace *t, const tl_ops_event *in, tl_ops_launch **out, size_t *nout)
+{
+    /* device work: its owner is the innermost kept span around the runtime call that launched
+     * it */
+    tl_ops_launch *l = NULL;
+    size_t n = 0, cap = 0;
+    for (size_t i = 0; i < t->nev; i++) {
         const tl_event *e = &t->ev[i];
         if (!tl_is_device_work(e))
             continue;
@@ -527,10 +531,40 @@ void tl_ops_times(const tl_trace *t, const tl_ops_event *in, tl_ops_add_fn add, 
             ow = in[ow].eparent;
         if (ow == TL_NONE)
             continue;
-        add(ctx, ow, TL_OPS_SELF_CUDA, e->dur);
-        for (int32_t a = ow; a != TL_NONE; a = in[a].eparent)
-            add(ctx, a, TL_OPS_CUDA, e->dur);
+        if (tl_grow_array(&l, &cap, n + 1, sizeof *l) != 0) {
+            free(l);
+            return -1;
+        }
+        l[n++] = (tl_ops_launch){(int32_t)i, ow};
     }
+    *out = l;
+    *nout = n;
+    return 0;
+}
+
+void tl_ops_launch_terms(const tl_trace *t, const tl_ops_event *in, const tl_ops_launch *l,
+                         size_t n, tl_ops_add_fn add, void *ctx)
+{
+    /* Self CUDA of the owner, CUDA total of the owner and every span above it */
+    for (size_t k = 0; k < n; k++) {
+        int64_t dur = t->ev[l[k].ev].dur;
+        add(ctx, l[k].owner, TL_OPS_SELF_CUDA, dur);
+        for (int32_t a = l[k].owner; a != TL_NONE; a = in[a].eparent)
+            add(ctx, a, TL_OPS_CUDA, dur);
+    }
+}
+
+int tl_ops_times(const tl_trace *t, const tl_ops_event *in, tl_ops_add_fn add, void *ctx)
+{
+    for (size_t i = 0; i < t->nev; i++)
+        tl_ops_own_terms(t, in, i, add, ctx);
+    tl_ops_launch *l;
+    size_t n;
+    if (tl_ops_launches(t, in, &l, &n) != 0)
+        return -1;
+    tl_ops_launch_terms(t, in, l, n, add, ctx);
+    free(l);
+    return 0;
 }
 
 /* ---- the table --------------------------------------------------------------------------- */
@@ -836,6 +870,23 @@ static void *mem_prep_main(void *arg)
 
 #define MEM_PREP_APART_MIN 262144 /* events: fewer are gathered in turn, in a few ms */
 
+/* The device work and the ops that launched it (tl_ops_launches), found by a thread of its own
+ * once the tree is made, while the view makes its rows. */
+typedef struct launches_job {
+    const tl_trace *t;
+    const tl_ops_event *in;
+    tl_ops_launch *l;
+    size_t n;
+    int rc;
+} launches_job;
+
+static void *launches_main(void *arg)
+{
+    launches_job *j = arg;
+    j->rc = tl_ops_launches(j->t, j->in, &j->l, &j->n);
+    return NULL;
+}
+
 tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
 {
     size_t n = t->nev;
@@ -853,18 +904,22 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
     size_t nrows = 0;
     tl_table *tab = NULL;
     mem_prep mp = {.t = t};
-    tl_runner mr;
-    int prep_apart = 0, prep_running = 0;
+    launches_job lj = {.t = t, .in = in};
+    tl_runner mr, lr;
+    int prep_apart = 0, prep_running = 0, launches_running = 0;
     if (!in || !row || !named)
         goto oom;
     prep_apart = tl_view_parts(t, n, MEM_PREP_APART_MIN) > 1;
     tl_run_start(&mr, mem_prep_main, &mp, sizeof mp, 0, prep_apart);
     prep_running = 1;
 
-    /* 1, 2. which events are rows, the tree of kept host events */
+    /* 1, 2. which events are rows, the tree of kept host events; then the ops that launched
+     * the device work are found beside the rows */
     if (tl_ops_tree(t, in) != 0)
         goto oom;
-    /* 3. rows and CPU totals (the self times are tl_ops_times', below) */
+    tl_run_start(&lr, launches_main, &lj, sizeof lj, 0, prep_apart);
+    launches_running = 1;
+    /* 3. rows, CPU totals, and each event's own time terms into its row (tl_ops_own_terms) */
     for (size_t i = 0; i < n; i++) {
         const tl_event *e = &t->ev[i];
         const tl_ops_event *x = &in[i];
@@ -891,10 +946,18 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
         a->count++;
         if (!device)
             a->cpu = tl_add_sat(a->cpu, dur);
+        tl_ops_own_terms(t, in, i, add_to_row, &(row_sums){X.rows, row});
     }
-    /* self CPU, self CUDA, CUDA total: each event's terms into its row; device work goes to
-     * the op that launched it and every op above it */
-    tl_ops_times(t, in, add_to_row, &(row_sums){X.rows, row});
+    /* device work: to the op that launched it and every op above it */
+    if (!prep_apart)
+        launches_main(&lj);
+    tl_run_wait(&lr);
+    launches_running = 0;
+    if (lj.rc != 0)
+        goto oom;
+    tl_ops_launch_terms(t, in, lj.l, lj.n, add_to_row, &(row_sums){X.rows, row});
+    free(lj.l);
+    lj.l = NULL;
     /* 4. memory: records sorted by time; each host event takes those in [start, end] (on any
      * thread, as torch does); records in no event become rows of their own */
     if (!prep_apart)
@@ -1134,6 +1197,9 @@ fail:
     tl_table_free(tab);
     tab = NULL;
 done:
+    if (launches_running)
+        tl_run_wait(&lr);
+    free(lj.l);
     if (prep_running)
         tl_run_wait(&mr);
     free(mp.mem);

@@ -623,8 +623,7 @@ static int op_cols_compute(const tl_trace *t, op_cols *c)
     c->cuda = tl_big_calloc(n, sizeof *c->cuda);
     if (!c->in || !c->self_cpu || !c->self_cuda || !c->cuda || tl_ops_tree(t, c->in) != 0)
         return -1;
-    tl_ops_times(t, c->in, add_to_event, c);
-    return 0;
+    return tl_ops_times(t, c->in, add_to_event, c);
 }
 
 /* ---- adding a trace ------------------------------------------------------------------------ */
