@@ -383,11 +383,19 @@ int tl_track_index_build(const tl_trace *t, tl_track_index *ix)
     ix->begin = malloc(((size_t)t->ntracks + 1) * sizeof *ix->begin);
     if (!ix->begin)
         return -1;
-    /* Events are sorted by track: begin[k] = first event of a track >= k. */
+    /* Events are sorted by track: begin[k] = first event of a track >= k, found by binary
+     * search from the one before (not a pass over every event: the gaps view, findings and the
+     * memory replay each build one). */
     size_t i = 0;
     for (uint32_t k = 0; k <= t->ntracks; k++) {
-        while (i < t->nev && t->ev[i].track < k)
-            i++;
+        size_t hi = t->nev;
+        while (i < hi) {
+            size_t mid = i + (hi - i) / 2;
+            if (t->ev[mid].track < k)
+                i = mid + 1;
+            else
+                hi = mid;
+        }
         ix->begin[k] = i;
     }
     return 0;

@@ -124,20 +124,40 @@ static int is_node(const tl_event *e)
            e->cat == TL_CAT_OPTIMIZER || e->cat == TL_CAT_DATALOADER;
 }
 
-/* An operator node that owns records (TensorBoard leaves out the (D)DP forward wrappers). */
-static int is_owner_op(const tl_trace *t, const tl_event *e)
+/* Which spans own records, and which add to totals, in the trace's mode: in operators mode the
+ * operators but TensorBoard's (D)DP forward wrappers and optimizer steps, whose names are
+ * looked at once (not_owner, per string id, made before the threads that read it); else every
+ * span but a step. */
+typedef struct owning {
+    const tl_trace *t;
+    int ops_mode;
+    uint8_t *not_owner; /* operators mode: per string id */
+} owning;
+
+static int owning_init(owning *o, const tl_trace *t, int ops_mode)
 {
-    if (e->cat != TL_CAT_OPERATOR)
+    o->t = t;
+    o->ops_mode = ops_mode;
+    o->not_owner = NULL;
+    if (!ops_mode)
         return 0;
-    const char *n = tl_str(&t->strings, e->name);
-    return strcmp(n, "DataParallel.forward") != 0 &&
-           strcmp(n, "DistributedDataParallel.forward") != 0 && strncmp(n, "Optimizer.", 10) != 0;
+    o->not_owner = calloc(t->strings.count ? t->strings.count : 1, 1);
+    if (!o->not_owner)
+        return -1;
+    for (uint32_t id = 1; id < t->strings.count; id++) {
+        const char *n = tl_str(&t->strings, id);
+        o->not_owner[id] = !strcmp(n, "DataParallel.forward") ||
+                           !strcmp(n, "DistributedDataParallel.forward") ||
+                           !strncmp(n, "Optimizer.", 10);
+    }
+    return 0;
 }
 
-/* Which spans own and which add to totals, in the trace's mode. */
-static int owns(const tl_trace *t, const tl_mem *m, const tl_event *e)
+static int owns(const owning *o, const tl_event *e)
 {
-    return m->ops_mode ? is_owner_op(t, e) : e->cat != TL_CAT_STEP;
+    if (!o->ops_mode)
+        return e->cat != TL_CAT_STEP;
+    return e->cat == TL_CAT_OPERATOR && !(e->name < o->t->strings.count && o->not_owner[e->name]);
 }
 
 /* The node a span hangs from in TensorBoard's tree: the nearest enclosing node (spans that are
@@ -152,36 +172,50 @@ static int32_t node_parent(const tl_trace *t, int32_t i)
 
 /* TensorBoard (like torch.autograd.profiler's _remove_dup_nodes) merges an operator into its
  * parent when it is the parent's only child and has the parent's name (aten::sum calling
- * aten::sum): one call, its records the parent's own. Marks the merged operators (1) in a new
- * array of t->nev bytes; NULL when out of memory. */
-static uint8_t *merged_ops(const tl_trace *t)
+ * aten::sum): one call, its records the parent's own. In operators mode the merged operators are
+ * marked (1) in *merged, an array of t->nev bytes (else NULL); the calls of each name (the spans
+ * that could own records, on host threads, merged ones not counted) go to *calls, per string
+ * id. -1 when out of memory. */
+static int merged_and_calls(const owning *o, uint8_t **merged, uint32_t **calls)
 {
-    uint8_t *merged = tl_big_calloc(t->nev ? t->nev : 1, 1);
-    uint32_t *nchild = tl_big_calloc(t->nev ? t->nev : 1, sizeof *nchild);
-    if (!merged || !nchild) {
-        free(merged);
-        free(nchild);
-        return NULL;
-    }
-    for (size_t i = 0; i < t->nev; i++) {
-        if (!is_node(&t->ev[i]) || !is_span(&t->ev[i]))
-            continue;
-        int32_t p = node_parent(t, (int32_t)i);
-        if (p != TL_NONE)
-            nchild[p]++;
+    const tl_trace *t = o->t;
+    uint32_t *nchild = NULL;
+    *merged = NULL;
+    *calls = calloc(t->strings.count ? t->strings.count : 1, sizeof **calls);
+    if (!*calls)
+        return -1;
+    if (o->ops_mode) {
+        *merged = tl_big_calloc(t->nev ? t->nev : 1, 1);
+        nchild = tl_big_calloc(t->nev ? t->nev : 1, sizeof *nchild);
+        if (!*merged || !nchild) {
+            free(nchild);
+            return -1;
+        }
+        for (size_t i = 0; i < t->nev; i++) {
+            if (!is_node(&t->ev[i]) || !is_span(&t->ev[i]))
+                continue;
+            int32_t p = node_parent(t, (int32_t)i);
+            if (p != TL_NONE)
+                nchild[p]++;
+        }
     }
     /* parents sort before their children: a parent's own merge is known when its child comes */
     for (size_t i = 0; i < t->nev; i++) {
         const tl_event *e = &t->ev[i];
-        if (e->cat != TL_CAT_OPERATOR || !is_span(e))
+        if (!is_span(e))
             continue;
-        int32_t p = node_parent(t, (int32_t)i);
-        if (p != TL_NONE && t->ev[p].cat == TL_CAT_OPERATOR && t->ev[p].name == e->name &&
-            nchild[p] == 1)
-            merged[i] = 1;
+        if (nchild && e->cat == TL_CAT_OPERATOR) {
+            int32_t p = node_parent(t, (int32_t)i);
+            if (p != TL_NONE && t->ev[p].cat == TL_CAT_OPERATOR && t->ev[p].name == e->name &&
+                nchild[p] == 1)
+                (*merged)[i] = 1;
+        }
+        if (owns(o, e) && !(*merged && (*merged)[i]) &&
+            t->tracks[e->track].kind == TL_TRACK_THREAD && e->name < t->strings.count)
+            (*calls)[e->name]++;
     }
     free(nchild);
-    return merged;
+    return 0;
 }
 
 typedef struct where {
@@ -217,21 +251,23 @@ static where *sort_places(const tl_trace *t, where *w, where *tmp, size_t n)
     return where_natsort(tmp, w, n, NULL);
 }
 
-typedef struct opsum {
-    tl_keymap index; /* (device + 1, name) -> m->ops */
-    size_t cap;
-} opsum;
+/* Rows of the operators table in the order made, found by (device, name). */
+typedef struct oplist {
+    tl_mem_op *ops;
+    size_t n, cap;
+    tl_keymap index; /* (device + 1, name) -> ops */
+} oplist;
 
-static tl_mem_op *op_row(tl_mem *m, opsum *s, int32_t device, uint32_t name)
+static tl_mem_op *op_row(oplist *l, int32_t device, uint32_t name)
 {
     uint64_t key = tl_key2((uint32_t)(device + 1), name);
-    int32_t k = tl_keymap_get(&s->index, key);
+    int32_t k = tl_keymap_get(&l->index, key);
     if (k >= 0)
-        return &m->ops[k];
-    if (tl_grow_array(&m->ops, &s->cap, m->nops + 1, sizeof *m->ops) != 0 ||
-        tl_keymap_put(&s->index, key, (int32_t)m->nops) != 0)
+        return &l->ops[k];
+    if (tl_grow_array(&l->ops, &l->cap, l->n + 1, sizeof *l->ops) != 0 ||
+        tl_keymap_put(&l->index, key, (int32_t)l->n) != 0)
         return NULL;
-    tl_mem_op *o = &m->ops[m->nops++];
+    tl_mem_op *o = &l->ops[l->n++];
     memset(o, 0, sizeof *o);
     o->device = device;
     o->name = name;
@@ -302,70 +338,53 @@ static int places(const tl_trace *t, where *w, size_t *nw, uint64_t *unowned)
     return 0;
 }
 
-/* What the walk of attribute needs besides the records' places, found by a thread of its own
- * meanwhile: the merged operators (operators mode) and the calls of each name (the spans that
- * could own records). */
+/* What the walk needs besides the records' places, found by a thread of its own meanwhile. */
 typedef struct spans_job {
-    const tl_trace *t;
-    const tl_mem *m;
+    const owning *o;
     uint8_t *merged;
-    uint32_t *calls; /* per string id */
+    uint32_t *calls;
     int rc;
 } spans_job;
 
 static void *spans_main(void *arg)
 {
     spans_job *j = arg;
-    const tl_trace *t = j->t;
-    j->rc = -1;
-    if (j->m->ops_mode && !(j->merged = merged_ops(t)))
-        return NULL;
-    if (!(j->calls = calloc(t->strings.count ? t->strings.count : 1, sizeof *j->calls)))
-        return NULL;
-    for (size_t i = 0; i < t->nev; i++) {
-        const tl_event *e = &t->ev[i];
-        if (is_span(e) && owns(t, j->m, e) && !(j->merged && j->merged[i]) &&
-            t->tracks[e->track].kind == TL_TRACK_THREAD && e->name < t->strings.count)
-            j->calls[e->name]++;
-    }
-    j->rc = 0;
+    j->rc = merged_and_calls(j->o, &j->merged, &j->calls);
     return NULL;
 }
 
-static int attribute(const tl_trace *t, tl_mem *m, int32_t *owner, int threads)
+/* The walk of the records of some whole threads (w[lo, hi), in WHERE_BEFORE's order) along
+ * each thread's spans: each record's owner (owner[i], apart for each record) and the operators
+ * table's sums, in a list of the part's own. */
+typedef struct walk_part {
+    const owning *o;
+    const uint8_t *merged;
+    const where *w;
+    size_t lo, hi;
+    const tl_track_index *ix;
+    int32_t *owner;
+    oplist ops;
+    uint64_t unowned;
+    int rc;
+} walk_part;
+
+static void *walk_main(void *arg)
 {
-    spans_job sj = {t, m, NULL, NULL, 0};
-    tl_runner sr;
-    tl_run_start(&sr, spans_main, &sj, sizeof sj, 0, threads > 1); /* none: run at the wait */
-    where *w0 = tl_big_alloc((t->nmem ? t->nmem : 1) * sizeof *w0), *w = NULL;
-    where *w1 = tl_big_alloc((t->nmem ? t->nmem : 1) * sizeof *w1);
-    size_t nw = 0;
-    tl_track_index ix = {0};
-    int placed = w0 && w1 && places(t, w0, &nw, &m->unowned) == 0 &&
-                 (w = sort_places(t, w0, w1, nw)) && tl_track_index_build(t, &ix) == 0;
-    if (threads <= 1)
-        spans_main(&sj);
-    tl_run_wait(&sr);
-    const uint8_t *merged = sj.merged;
-    if (!placed || sj.rc != 0) {
-        free(w0);
-        free(w1);
-        tl_track_index_free(&ix);
-        free(sj.merged);
-        free(sj.calls);
-        return -1;
-    }
-    opsum s = {{0}, 0};
+    walk_part *P = arg;
+    const tl_trace *t = P->o->t;
+    const where *w = P->w;
+    const uint8_t *merged = P->merged;
+    int ops_mode = P->o->ops_mode;
     int32_t *stack = NULL;
     size_t cap_stack = 0, depth = 0;
-    int rc = 0;
     uint32_t track = UINT32_MAX;
     size_t j = 0, end = 0;
-    for (size_t k = 0; k < nw && rc == 0; k++) {
+    P->rc = 0;
+    for (size_t k = P->lo; k < P->hi && P->rc == 0; k++) {
         if (w[k].track != track) {
             track = w[k].track;
-            j = ix.begin[track];
-            end = ix.begin[track + 1];
+            j = P->ix->begin[track];
+            end = P->ix->begin[track + 1];
             depth = 0;
         }
         int64_t ts = w[k].ts;
@@ -376,7 +395,7 @@ static int attribute(const tl_trace *t, tl_mem *m, int32_t *owner, int threads)
             while (depth && t->ev[stack[depth - 1]].ts + t->ev[stack[depth - 1]].dur <= e->ts)
                 depth--;
             if (tl_grow_array(&stack, &cap_stack, depth + 1, sizeof *stack) != 0) {
-                rc = -1;
+                P->rc = -1;
                 break;
             }
             stack[depth++] = (int32_t)j;
@@ -389,36 +408,108 @@ static int attribute(const tl_trace *t, tl_mem *m, int32_t *owner, int threads)
         size_t at = depth;
         while (at > 0) {
             const tl_event *e = &t->ev[stack[at - 1]];
-            if (e->ts + e->dur > ts && (m->ops_mode ? is_node(e) : e->cat != TL_CAT_STEP))
+            if (e->ts + e->dur > ts && (ops_mode ? is_node(e) : e->cat != TL_CAT_STEP))
                 break;
             at--;
         }
-        if (!at || !owns(t, m, &t->ev[stack[at - 1]])) {
-            m->unowned++;
+        if (!at || !owns(P->o, &t->ev[stack[at - 1]])) {
+            P->unowned++;
             continue;
         }
         const tl_memev *r = &t->mem[w[k].i];
-        owner[w[k].i] = stack[at - 1];
-        for (size_t q = at; q > 0 && rc == 0; q--) {
+        P->owner[w[k].i] = stack[at - 1];
+        for (size_t q = at; q > 0 && P->rc == 0; q--) {
             const tl_event *e = &t->ev[stack[q - 1]];
-            if (e->ts + e->dur <= ts || !owns(t, m, e))
+            if (e->ts + e->dur <= ts || !owns(P->o, e))
                 continue;
-            tl_mem_op *o = op_row(m, &s, r->device, e->name);
-            if (!o)
-                rc = -1;
+            tl_mem_op *op = op_row(&P->ops, r->device, e->name);
+            if (!op)
+                P->rc = -1;
             else
-                add_to(o, r, q == at);
+                add_to(op, r, q == at);
         }
     }
     free(stack);
+    return NULL;
+}
+
+/* A part's rows into the table's, in the part's order (rows new to the table go at its end, as
+ * one walk of every thread in turn makes them; the sums only add terms that are never
+ * negative, so their order cannot change a saturated one). */
+static int ops_join(oplist *to, const oplist *from)
+{
+    for (size_t i = 0; i < from->n; i++) {
+        const tl_mem_op *f = &from->ops[i];
+        tl_mem_op *o = op_row(to, f->device, f->name);
+        if (!o)
+            return -1;
+        o->allocs += f->allocs;
+        o->self_allocs += f->self_allocs;
+        o->alloc_bytes = tl_add_sat(o->alloc_bytes, f->alloc_bytes);
+        o->self_alloc_bytes = tl_add_sat(o->self_alloc_bytes, f->self_alloc_bytes);
+        o->freed_bytes = tl_add_sat(o->freed_bytes, f->freed_bytes);
+        o->self_freed_bytes = tl_add_sat(o->self_freed_bytes, f->self_freed_bytes);
+    }
+    return 0;
+}
+
+#define WALK_PART_MIN 16384 /* records: a thread's fewer are walked with the next thread's */
+
+static int attribute(const tl_trace *t, tl_mem *m, int32_t *owner, int threads)
+{
+    owning own;
+    if (owning_init(&own, t, m->ops_mode) != 0)
+        return -1;
+    spans_job sj = {&own, NULL, NULL, 0};
+    tl_runner sr;
+    tl_run_start(&sr, spans_main, &sj, sizeof sj, 0, threads > 1); /* none: run at the wait */
+    where *w0 = tl_big_alloc((t->nmem ? t->nmem : 1) * sizeof *w0), *w = NULL;
+    where *w1 = tl_big_alloc((t->nmem ? t->nmem : 1) * sizeof *w1);
+    size_t nw = 0;
+    tl_track_index ix = {0};
+    int placed = w0 && w1 && places(t, w0, &nw, &m->unowned) == 0 &&
+                 (w = sort_places(t, w0, w1, nw)) && tl_track_index_build(t, &ix) == 0;
+    if (threads <= 1)
+        spans_main(&sj);
+    tl_run_wait(&sr);
+    /* the walk in parts of whole threads (a thread's stack of spans is its own), each part
+     * by a thread of its own */
+    walk_part parts[16];
+    int np = 0, rc = placed && sj.rc == 0 ? 0 : -1;
+    for (size_t k = 0; rc == 0 && k < nw;) {
+        size_t e = k;
+        do { /* whole threads, until the part holds enough records or the parts run out */
+            uint32_t tr = w[e].track;
+            while (e < nw && w[e].track == tr)
+                e++;
+        } while (e < nw && (e - k < WALK_PART_MIN || np + 1 >= threads || np + 1 >= 16));
+        parts[np++] = (walk_part){&own, sj.merged, w, k, e, &ix, owner, {0}, 0, 0};
+        k = e;
+    }
+    tl_runner wr;
+    tl_run_start(&wr, walk_main, parts, sizeof *parts, 1, np);
+    if (np)
+        walk_main(&parts[0]);
+    tl_run_wait(&wr);
+    oplist all = {0};
+    for (int p = 0; p < np; p++) {
+        if (rc == 0 && (parts[p].rc != 0 || ops_join(&all, &parts[p].ops) != 0))
+            rc = -1;
+        m->unowned += parts[p].unowned;
+        free(parts[p].ops.ops);
+        tl_keymap_free(&parts[p].ops.index);
+    }
+    for (size_t i = 0; rc == 0 && i < all.n; i++)
+        all.ops[i].calls = all.ops[i].name < t->strings.count ? sj.calls[all.ops[i].name] : 0;
+    m->ops = all.ops;
+    m->nops = rc == 0 ? all.n : 0;
+    tl_keymap_free(&all.index);
     free(w0);
     free(w1);
     tl_track_index_free(&ix);
-    for (size_t i = 0; rc == 0 && i < m->nops; i++)
-        m->ops[i].calls = sj.calls[m->ops[i].name];
-    tl_keymap_free(&s.index);
     free(sj.merged);
     free(sj.calls);
+    free(own.not_owner);
     return rc;
 }
 
