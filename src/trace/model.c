@@ -972,18 +972,23 @@ static void permute_walk(tl_event *ev, uint32_t *perm, size_t n)
 }
 
 /* The same for big ones, in two passes, so that the cache misses overlap instead of waiting for
- * each other. First the cycles are cut into segments by WALKERS walkers taking steps in turn
- * along perm (4 bytes an event, not the events), each starting at the first position nobody has
- * visited: a walker's segment ends where its next step would land on a visited position, which
- * can only be a segment's start. seq gets each position as it is visited (segments interleaved,
- * each in its order); SEQ_SAVED marks the positions whose source is a segment's start. Then the
- * events at the starts are saved, and the moves done in seq's order: position p receives the
- * event at perm[p], which is still in place (its own move comes later in the same segment) or,
- * for a start, saved. The addresses come from arrays, not from the loads before, and are
- * prefetched. */
-#define PERM_SEEN 0x80000000u /* in perm: the position is visited */
-#define SEQ_SAVED 0x80000000u /* in seq: the source is a segment's start */
-#define WALKERS   16
+ * each other. First the cycles are cut into segments by walkers taking steps in turn along perm
+ * (4 bytes an event, not the events), each starting at the first position nobody has visited in
+ * its thread's share of the positions: a walker's segment ends where its next step would land on
+ * a visited position, which can only be a segment's start (every position has one predecessor
+ * along perm: a walker reaches it from there, or takes it as a start). Walkers of several
+ * threads claim positions by compare-and-swap of perm's PERM_SEEN bit; a claim lost to a start
+ * ends the segment there, as a start found visited does. A thread's seq gets each position its
+ * walkers visit (segments interleaved, each in its order); SEQ_SAVED marks the positions whose
+ * source is a segment's start. Then the events at the starts are saved, and each thread makes
+ * its own segments' moves in seq's order: position p receives the event at perm[p], which is
+ * still in place (its own move comes later in the same segment) or, for a start, saved; segments
+ * never touch each other's events. The addresses come from arrays, not from the loads before,
+ * and are prefetched. */
+#define PERM_SEEN        0x80000000u /* in perm: the position is visited */
+#define SEQ_SAVED        0x80000000u /* in seq: the source is a segment's start */
+#define WALKERS          16          /* walkers of one thread */
+#define WALK_THREADS_MAX 16
 
 /* The moves of one group of walkers' segments, in their order (see above) */
 typedef struct perm_moves {
@@ -1022,90 +1027,130 @@ static void *do_moves(void *arg)
     return NULL;
 }
 
-/* groups: the walkers are split into this many groups (walker w into w % groups), whose moves
- * run in threads of their own: a move reads only its own segment's next position or a saved
- * start, so segments never touch each other's events. */
-static int permute_segments(tl_event *ev, uint32_t *perm, size_t n, int groups)
+/* One thread's walk: its walkers start segments from positions in [lo, hi) (ascending, into
+ * starts) and step wherever perm leads, recording every position they visit in seq. */
+typedef struct perm_walk {
+    uint32_t *perm;
+    size_t n, lo, hi;
+    uint32_t *seq; /* n room (only what it gets is touched) */
+    size_t m;
+    uint32_t *starts;
+    size_t nstarts, cap_starts;
+    int failed;
+} perm_walk;
+
+/* Claim position j for the walk: 1 when this call marked it visited (*v its source), 0 when it
+ * was visited already. */
+static inline int perm_claim(uint32_t *perm, size_t j, uint32_t *v)
 {
-    if (groups < 1)
-        groups = 1;
-    if (groups > WALKERS)
-        groups = WALKERS;
-    uint32_t *seq[WALKERS] = {0}; /* per group: n room (only what it gets is touched) */
-    size_t mg[WALKERS] = {0};
-    size_t cap_starts = 1024, nstarts = 0;
-    uint32_t *starts = malloc(cap_starts * sizeof *starts); /* ascending: taken in order */
-    tl_event *saved = NULL;
-    int rc = -1;
-    for (int g = 0; g < groups; g++)
-        if (!(seq[g] = tl_big_alloc(n * sizeof **seq)))
-            goto done;
-    if (!starts)
-        goto done;
+    uint32_t x = __atomic_load_n(&perm[j], __ATOMIC_RELAXED);
+    while (!(x & PERM_SEEN))
+        if (__atomic_compare_exchange_n(&perm[j], &x, x | PERM_SEEN, 0, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED)) {
+            *v = x;
+            return 1;
+        }
+    return 0;
+}
+
+static void *perm_walk_main(void *arg)
+{
+    perm_walk *g = arg;
+    uint32_t *perm = g->perm;
     uint32_t cur[WALKERS];
-    size_t last[WALKERS], cursor = 0;
-    int live = 0, grp[WALKERS];
-    for (int w = 0; w < WALKERS; w++)
-        grp[w] = w % groups;
-        /* a walker steps onto position j (unvisited): j is visited, its source comes next */
-#define STEP_ONTO(w, j)                                                                            \
+    size_t last[WALKERS], cursor = g->lo;
+    int active[WALKERS], live = 0;
+    /* a walker takes the first position of its share not visited and not in place, or stops */
+#define START(w)                                                                                   \
     do {                                                                                           \
-        uint32_t v_ = perm[j];                                                                     \
-        int g_ = grp[w];                                                                           \
-        perm[j] = v_ | PERM_SEEN;                                                                  \
-        last[w] = mg[g_];                                                                          \
-        seq[g_][mg[g_]++] = (uint32_t)(j);                                                         \
-        cur[w] = v_;                                                                               \
-        __builtin_prefetch(&perm[v_], 1);                                                          \
-    } while (0)
-        /* a walker takes the first position not visited and not in place, or stops */
-#define START(w, ok)                                                                               \
-    do {                                                                                           \
-        while (cursor < n && ((perm[cursor] & PERM_SEEN) || perm[cursor] == cursor))               \
-            cursor++;                                                                              \
-        (ok) = cursor < n;                                                                         \
-        if (ok) {                                                                                  \
-            if (nstarts == cap_starts) {                                                           \
-                uint32_t *ns_ = realloc(starts, 2 * cap_starts * sizeof *ns_);                     \
-                if (!ns_)                                                                          \
-                    goto done;                                                                     \
-                starts = ns_;                                                                      \
-                cap_starts *= 2;                                                                   \
+        uint32_t v_;                                                                               \
+        active[w] = 0;                                                                             \
+        for (; cursor < g->hi; cursor++) {                                                         \
+            uint32_t x_ = __atomic_load_n(&perm[cursor], __ATOMIC_RELAXED);                        \
+            if ((x_ & PERM_SEEN) || x_ == cursor || !perm_claim(perm, cursor, &v_))                \
+                continue;                                                                          \
+            if (tl_grow_array(&g->starts, &g->cap_starts, g->nstarts + 1, sizeof *g->starts)) {    \
+                g->failed = 1;                                                                     \
+                break;                                                                             \
             }                                                                                      \
-            starts[nstarts++] = (uint32_t)cursor;                                                  \
-            STEP_ONTO(w, cursor);                                                                  \
+            g->starts[g->nstarts++] = (uint32_t)cursor;                                            \
+            last[w] = g->m;                                                                        \
+            g->seq[g->m++] = (uint32_t)cursor;                                                     \
+            cur[w] = v_;                                                                           \
+            __builtin_prefetch(&perm[v_], 1);                                                      \
+            active[w] = 1;                                                                         \
+            cursor++;                                                                              \
+            break;                                                                                 \
         }                                                                                          \
     } while (0)
-    int active[WALKERS];
     for (int w = 0; w < WALKERS; w++) {
-        START(w, active[w]);
+        START(w);
         live += active[w];
     }
-    while (live) {
+    while (live && !g->failed) {
         for (int w = 0; w < WALKERS; w++) {
             if (!active[w])
                 continue;
-            uint32_t j = cur[w];
-            if (perm[j] & PERM_SEEN) { /* a start: the segment ends */
-                seq[grp[w]][last[w]] |= SEQ_SAVED;
-                START(w, active[w]);
+            uint32_t j = cur[w], v;
+            if (!perm_claim(perm, j, &v)) { /* a start: the segment ends */
+                g->seq[last[w]] |= SEQ_SAVED;
+                START(w);
                 live -= !active[w];
             } else {
-                STEP_ONTO(w, j);
+                last[w] = g->m;
+                g->seq[g->m++] = j;
+                cur[w] = v;
+                __builtin_prefetch(&perm[v], 1);
             }
         }
     }
 #undef START
-#undef STEP_ONTO
-    /* every segment start's event, saved before anything moves */
+    return NULL;
+}
+
+/* groups: the threads that walk (each its share of the starts) and then make their segments'
+ * moves. */
+static int permute_segments(tl_event *ev, uint32_t *perm, size_t n, int groups)
+{
+    if (groups < 1)
+        groups = 1;
+    if (groups > WALK_THREADS_MAX)
+        groups = WALK_THREADS_MAX;
+    perm_walk wk[WALK_THREADS_MAX];
+    memset(wk, 0, sizeof wk);
+    uint32_t *starts = NULL;
+    tl_event *saved = NULL;
+    size_t nstarts = 0;
+    int rc = -1, failed = 0;
+    for (int g = 0; g < groups; g++) {
+        wk[g].perm = perm;
+        wk[g].n = n;
+        wk[g].lo = n * (size_t)g / (size_t)groups;
+        wk[g].hi = n * (size_t)(g + 1) / (size_t)groups;
+        if (!(wk[g].seq = tl_big_alloc(n * sizeof *wk[g].seq)))
+            goto done;
+    }
+    tl_run_each(perm_walk_main, wk, sizeof *wk, groups);
+    for (int g = 0; g < groups; g++) {
+        failed |= wk[g].failed;
+        nstarts += wk[g].nstarts;
+    }
+    /* the starts of every thread, ascending (each thread's share of the positions in turn), and
+     * their events saved before anything moves */
+    starts = malloc((nstarts ? nstarts : 1) * sizeof *starts);
     saved = tl_big_alloc((nstarts ? nstarts : 1) * sizeof *saved);
-    if (!saved)
+    if (failed || !starts || !saved)
         goto done;
+    nstarts = 0;
+    for (int g = 0; g < groups; g++) {
+        memcpy(starts + nstarts, wk[g].starts, wk[g].nstarts * sizeof *starts);
+        nstarts += wk[g].nstarts;
+    }
     for (size_t k = 0; k < nstarts; k++)
         saved[k] = ev[starts[k]];
-    perm_moves mv[WALKERS];
+    perm_moves mv[WALK_THREADS_MAX];
     for (int g = 0; g < groups; g++)
-        mv[g] = (perm_moves){ev, perm, seq[g], starts, saved, mg[g], nstarts};
+        mv[g] = (perm_moves){ev, perm, wk[g].seq, starts, saved, wk[g].m, nstarts};
     tl_run_each(do_moves, mv, sizeof *mv, groups);
     for (size_t i = 0; i < n; i++) /* perm is consumed: each position in place */
         perm[i] = (uint32_t)i;
@@ -1114,8 +1159,10 @@ done:
     if (rc != 0) /* nothing moved: perm as it was */
         for (size_t i = 0; i < n; i++)
             perm[i] &= ~PERM_SEEN;
-    for (int g = 0; g < groups; g++)
-        free(seq[g]);
+    for (int g = 0; g < groups; g++) {
+        free(wk[g].seq);
+        free(wk[g].starts);
+    }
     free(starts);
     free(saved);
     return rc;
