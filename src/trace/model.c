@@ -1143,7 +1143,8 @@ static int permute_segments(tl_event *ev, uint32_t *perm, size_t n, int groups)
         goto done;
     nstarts = 0;
     for (int g = 0; g < groups; g++) {
-        memcpy(starts + nstarts, wk[g].starts, wk[g].nstarts * sizeof *starts);
+        if (wk[g].nstarts) /* a thread that started no segment has no array */
+            memcpy(starts + nstarts, wk[g].starts, wk[g].nstarts * sizeof *starts);
         nstarts += wk[g].nstarts;
     }
     for (size_t k = 0; k < nstarts; k++)
