@@ -51,13 +51,13 @@ void tl_ivset_append(tl_ivset *set, const tl_ivset *from)
         tl_ivset_add(set, from->v[i].s, from->v[i].e);
 }
 
-int tl_view_parts(const tl_trace *t, size_t n, size_t min)
+int tl_view_parts(const tl_trace *t, size_t n)
 {
-    int k = t->read_threads > 0 ? t->read_threads : tl_default_threads();
+    int k = tl_trace_threads(t);
     if (k > 16)
         k = 16;
-    if (min && n / min < (size_t)k)
-        k = (int)(n / min);
+    if (n / TL_VIEW_PART_MIN < (size_t)k)
+        k = (int)(n / TL_VIEW_PART_MIN);
     return k < 1 ? 1 : k;
 }
 

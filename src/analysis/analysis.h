@@ -43,10 +43,13 @@ int tl_ivset_has(const tl_ivset *set, int64_t x);
 
 /* ---- threads inside a view ------------------------------------------------------------------ */
 
-/* How many parts a view splits n items into for threads of its own: as many as the load used
- * (-j, TALLY_THREADS: t->read_threads; else the cores), at most 16, each of at least min items
- * (1 for few items). Part c of k is [n * c / k, n * (c + 1) / k). */
-int tl_view_parts(const tl_trace *t, size_t n, size_t min);
+/* How many parts a view splits its n events into for threads of its own: as many as the load
+ * used (tl_trace_threads), at most 16, each of at least TL_VIEW_PART_MIN events (so 1 for a
+ * trace whose passes take a few ms: no thread is worth it). Part c of k is
+ * [n * c / k, n * (c + 1) / k); a view with pieces of work apart runs them in threads when
+ * there is more than one part. */
+#define TL_VIEW_PART_MIN 262144
+int tl_view_parts(const tl_trace *t, size_t n);
 
 /* The mean of n values that sum to total, rounded to nearest (n > 0); a saturated total gives
  * INT64_MAX / n rather than a wrapped sum. */

@@ -462,15 +462,13 @@ static int attribute(const tl_trace *t, tl_mem *m, int32_t *owner, int threads)
         return -1;
     spans_job sj = {&own, NULL, NULL, 0};
     tl_runner sr;
-    tl_run_start(&sr, spans_main, &sj, sizeof sj, 0, threads > 1); /* none: run at the wait */
+    tl_run_apart(&sr, spans_main, &sj, threads > 1);
     where *w0 = tl_big_alloc((t->nmem ? t->nmem : 1) * sizeof *w0), *w = NULL;
     where *w1 = tl_big_alloc((t->nmem ? t->nmem : 1) * sizeof *w1);
     size_t nw = 0;
     tl_track_index ix = {0};
     int placed = w0 && w1 && places(t, w0, &nw, &m->unowned) == 0 &&
                  (w = sort_places(t, w0, w1, nw)) && tl_track_index_build(t, &ix) == 0;
-    if (threads <= 1)
-        spans_main(&sj);
     tl_run_wait(&sr);
     /* the walk in parts of whole threads (a thread's stack of spans is its own), each part
      * by a thread of its own */
@@ -834,12 +832,12 @@ int tl_mem_compute(const tl_trace *t, tl_mem *m)
      * and given to the blocks after (1 GB: 0.4 and 0.2 s, one after the other before); the
      * owners' walk itself waits for the records' places while a third thread marks the merged
      * operators and counts the calls. */
-    int threads = t->read_threads > 0 ? t->read_threads : tl_default_threads();
+    int threads = tl_trace_threads(t);
     int apart = threads > 1 && t->nmem >= OWNERS_APART_MIN, replayed;
     attrib_job job = {t, m, owner, apart ? threads : 1, 0};
     if (apart) {
         tl_runner r;
-        tl_run_start(&r, attribute_main, &job, sizeof job, 0, 1);
+        tl_run_apart(&r, attribute_main, &job, 1);
         replayed = replay(t, m, OWNERS_LATER);
         tl_run_wait(&r);
         for (size_t i = 0; i < m->nblocks; i++)

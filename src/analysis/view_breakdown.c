@@ -358,12 +358,10 @@ typedef struct role_sets_job {
     tl_runner run;
 } role_sets_job;
 
-#define ROLE_PART_MIN 262144 /* events: fewer are one part */
-
 /* Start filling role sets in threads; role_sets_end joins them into role (normalized). */
 static int role_sets_start(const tl_trace *t, role_sets_job *j)
 {
-    j->k = tl_view_parts(t, t->nev, ROLE_PART_MIN);
+    j->k = tl_view_parts(t, t->nev);
     j->parts = calloc((size_t)j->k, sizeof *j->parts);
     if (!j->parts)
         return -1;

@@ -774,8 +774,6 @@ static void *check_main(void *arg)
     return NULL;
 }
 
-#define CHECKS_APART_MIN 262144 /* events: fewer are checked in turn, in a few ms */
-
 /* The time checks, their findings added to c in this order whatever thread found them (the
  * ranking's ties are then broken as one thread would). The checks that do not read the idle
  * statistics run in threads of their own while this one computes them and runs the others. */
@@ -788,7 +786,7 @@ static int run_checks(ctx *c)
     enum { NCHECKS = sizeof it / sizeof it[0] };
     check_item *early[NCHECKS];
     int nearly = 0;
-    int apart = tl_view_parts(c->t, c->t->nev, CHECKS_APART_MIN) > 1;
+    int apart = tl_view_parts(c->t, c->t->nev) > 1;
     for (int k = 0; k < NCHECKS; k++) {
         it[k].c.f = NULL;
         it[k].c.nf = it[k].c.cap = 0;

@@ -139,8 +139,7 @@ static int filtered_name(const char *n)
 enum {
     NM_SEEN = 1,
     NM_DROPPED = 2, /* filtered_name, or Kineto's "PyTorch Profiler (N)" session span */
-    NM_STEP = 4,    /* ProfilerStep#N */
-    NM_OOM = 8      /* [OutOfMemory] */
+    NM_STEP = 4     /* ProfilerStep#N */
 };
 
 static int is_step_name(const char *n)
@@ -157,8 +156,7 @@ static uint8_t name_flags(const tl_trace *t, uint8_t *named, uint32_t id)
         /* Kineto's span of the whole profiling session ("PyTorch Profiler (0)", cat "Trace") is
          * written by the trace exporter, not an event PyTorch's table sees */
         int dropped = filtered_name(n) || !strncmp(n, "PyTorch Profiler (", 18);
-        named[id] = NM_SEEN | (dropped ? NM_DROPPED : 0) | (is_step_name(n) ? NM_STEP : 0) |
-                    (!strcmp(n, "[OutOfMemory]") ? NM_OOM : 0);
+        named[id] = NM_SEEN | (dropped ? NM_DROPPED : 0) | (is_step_name(n) ? NM_STEP : 0);
     }
     return named[id];
 }
@@ -209,7 +207,8 @@ static int is_annotation(const tl_event *e)
 typedef struct memrec {
     int64_t ts;
     int64_t bytes;
-    int device;
+    uint16_t device; /* device memory (else host) */
+    uint16_t oom;    /* an [OutOfMemory] record: no bytes in the sums */
     int32_t ev;
 } memrec;
 
@@ -823,7 +822,7 @@ static void *mem_prep_main(void *arg)
         if (tl_grow_array(&p->mem, &p->cap, p->nmem + 1, sizeof *p->mem) != 0)
             return NULL;
         p->mem[p->nmem++] =
-            (memrec){e->ts, e->value, (e->flags & TL_EV_MEM_DEVICE) != 0, (int32_t)i};
+            (memrec){e->ts, e->value, (e->flags & TL_EV_MEM_DEVICE) != 0, 0, (int32_t)i};
     }
     size_t n = p->nmem;
     if (!n) {
@@ -860,6 +859,7 @@ static void *mem_prep_main(void *arg)
             last_name = name;
             last_oom = !strcmp(tl_str(&t->strings, name), "[OutOfMemory]");
         }
+        p->mem[j].oom = (uint16_t)last_oom;
         int64_t b = last_oom ? 0 : p->mem[j].bytes;
         p->pc[j + 1] = tl_add_sat(p->pc[j], p->mem[j].device ? 0 : b);
         p->pd[j + 1] = tl_add_sat(p->pd[j], p->mem[j].device ? b : 0);
@@ -867,8 +867,6 @@ static void *mem_prep_main(void *arg)
     p->rc = 0;
     return NULL;
 }
-
-#define MEM_PREP_APART_MIN 262144 /* events: fewer are gathered in turn, in a few ms */
 
 /* The device work and the ops that launched it (tl_ops_launches), found by a thread of its own
  * once the tree is made, while the view makes its rows. */
@@ -909,15 +907,15 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
     int prep_apart = 0, prep_running = 0, launches_running = 0;
     if (!in || !row || !named)
         goto oom;
-    prep_apart = tl_view_parts(t, n, MEM_PREP_APART_MIN) > 1;
-    tl_run_start(&mr, mem_prep_main, &mp, sizeof mp, 0, prep_apart);
+    prep_apart = tl_view_parts(t, n) > 1;
+    tl_run_apart(&mr, mem_prep_main, &mp, prep_apart);
     prep_running = 1;
 
     /* 1, 2. which events are rows, the tree of kept host events; then the ops that launched
      * the device work are found beside the rows */
     if (tl_ops_tree(t, in) != 0)
         goto oom;
-    tl_run_start(&lr, launches_main, &lj, sizeof lj, 0, prep_apart);
+    tl_run_apart(&lr, launches_main, &lj, prep_apart);
     launches_running = 1;
     /* 3. rows, CPU totals, and each event's own time terms into its row (tl_ops_own_terms) */
     for (size_t i = 0; i < n; i++) {
@@ -949,8 +947,6 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
         tl_ops_own_terms(t, in, i, add_to_row, &(row_sums){X.rows, row});
     }
     /* device work: to the op that launched it and every op above it */
-    if (!prep_apart)
-        launches_main(&lj);
     tl_run_wait(&lr);
     launches_running = 0;
     if (lj.rc != 0)
@@ -960,8 +956,6 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
     lj.l = NULL;
     /* 4. memory: records sorted by time; each host event takes those in [start, end] (on any
      * thread, as torch does); records in no event become rows of their own */
-    if (!prep_apart)
-        mem_prep_main(&mp);
     tl_run_wait(&mr);
     prep_running = 0;
     mem = mp.mem;
@@ -1020,9 +1014,8 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
             if (run > 0)
                 continue;
             const memrec *m = &mem[j];
-            int oom_rec = (name_flags(t, named, t->ev[m->ev].name) & NM_OOM) != 0;
-            int32_t r = row_for(&X, oom_rec ? OOM_NAME_ID : MEMORY_NAME_ID, 0, 0, 0, 0, m->ts,
-                                m->ts, FIRST_MEMREC | (uint32_t)m->ev);
+            int32_t r = row_for(&X, m->oom ? OOM_NAME_ID : MEMORY_NAME_ID, 0, 0, 0, 0, m->ts, m->ts,
+                                FIRST_MEMREC | (uint32_t)m->ev);
             if (r < 0)
                 goto oom;
             X.rows[r].count++;

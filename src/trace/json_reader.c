@@ -2834,6 +2834,20 @@ static int window_begin(jr *d, pread_t *P, part *parts, const window *w, uint64_
     return k;
 }
 
+/* Open the window at off (read when it cannot be mapped), cut it and parse its parts in
+ * threads, the caller's among them: how many parts, or -1 with d->err. */
+static int window_parse(jr *d, pread_t *P, part *parts, window *w, uint64_t off, int state,
+                        size_t *cut)
+{
+    if (window_open(d, P, off, 1, w) != 0)
+        return -1;
+    int k = window_begin(d, P, parts, w, off, state, cut);
+    double t0 = tl_now_s();
+    tl_run_each(part_main, parts, sizeof *parts, k);
+    P->t_parse += tl_now_s() - t0;
+    return k;
+}
+
 /* Which of the k parsed parts of a window (at off, from state) are good (*g: the first *g) and
  * where the next window starts (*noff, *nstate), from how the parts stopped: W_MORE, W_STUCK
  * (the driver parses the unit at *noff itself), W_END (traceEvents ended; the rest is the
@@ -2948,12 +2962,9 @@ static int read_windows(jr *d, pread_t *P, uint64_t *off, int *state)
     d->consumed = *off;
     d->len = 0;
     show_progress(d, 0);
-    if (window_open(d, P, *off, 1, &wc) != 0)
+    int kc = window_parse(d, P, cur, &wc, *off, *state, cut_c), w;
+    if (kc < 0)
         return W_FAIL;
-    int kc = window_begin(d, P, cur, &wc, *off, *state, cut_c), w;
-    double t0 = tl_now_s();
-    tl_run_each(part_main, cur, sizeof *cur, kc);
-    P->t_parse += tl_now_s() - t0;
     for (;;) {
         int g, nstate;
         uint64_t noff;
@@ -2997,12 +3008,9 @@ static int read_windows(jr *d, pread_t *P, uint64_t *off, int *state)
             kc = kn;
             continue;
         }
-        if (window_open(d, P, *off, 1, &wc) != 0) /* not mapped: read in the parts' absence */
+        /* not mapped ahead: read in the parts' absence */
+        if ((kc = window_parse(d, P, cur, &wc, *off, *state, cut_c)) < 0)
             return W_FAIL;
-        kc = window_begin(d, P, cur, &wc, *off, *state, cut_c);
-        t0 = tl_now_s();
-        tl_run_each(part_main, cur, sizeof *cur, kc);
-        P->t_parse += tl_now_s() - t0;
     }
 }
 
@@ -3102,11 +3110,11 @@ static int run_parallel(jr *d, int threads, size_t part_bytes)
     return rc;
 }
 
-/* The threads a read uses: t->read_threads, else tl_default_threads. */
+/* The threads a read uses: the trace's (tl_trace_threads), at most 64. */
 static int read_threads(const tl_trace *t)
 {
-    return t->read_threads > 0 ? (t->read_threads > 64 ? 64 : t->read_threads)
-                               : tl_default_threads();
+    int k = tl_trace_threads(t);
+    return k > 64 ? 64 : k;
 }
 
 /* Bytes of a part: 2 MB, less for a small file so that every thread has some (1 MB at least);

@@ -378,6 +378,16 @@ void tl_run_start(tl_runner *r, void *(*fn)(void *), void *items, size_t size, i
         r->started[k] = tl_thread_start(&r->th[k], fn, r->items + (size_t)k * size) == 0;
 }
 
+void tl_run_apart(tl_runner *r, void *(*fn)(void *), void *item, int apart)
+{
+    r->fn = fn;
+    r->items = item;
+    r->size = 0;
+    r->first = 0;
+    r->n = 1;
+    r->started[0] = apart && tl_thread_start(&r->th[0], fn, item) == 0;
+}
+
 void tl_run_wait(tl_runner *r)
 {
     for (int k = r->first; k < r->n; k++) {
@@ -990,7 +1000,7 @@ static void permute_walk(tl_event *ev, uint32_t *perm, size_t n)
 #define WALKERS          16          /* walkers of one thread */
 #define WALK_THREADS_MAX 16
 
-/* The moves of one group of walkers' segments, in their order (see above) */
+/* The moves of one thread's segments, in their order (see above) */
 typedef struct perm_moves {
     tl_event *ev;
     const uint32_t *perm, *seq, *starts;
@@ -1031,7 +1041,7 @@ static void *do_moves(void *arg)
  * starts) and step wherever perm leads, recording every position they visit in seq. */
 typedef struct perm_walk {
     uint32_t *perm;
-    size_t n, lo, hi;
+    size_t lo, hi;
     uint32_t *seq; /* n room (only what it gets is touched) */
     size_t m;
     uint32_t *starts;
@@ -1124,7 +1134,6 @@ static int permute_segments(tl_event *ev, uint32_t *perm, size_t n, int groups)
     int rc = -1, failed = 0;
     for (int g = 0; g < groups; g++) {
         wk[g].perm = perm;
-        wk[g].n = n;
         wk[g].lo = n * (size_t)g / (size_t)groups;
         wk[g].hi = n * (size_t)(g + 1) / (size_t)groups;
         if (!(wk[g].seq = tl_big_alloc(n * sizeof *wk[g].seq)))
@@ -1316,36 +1325,38 @@ static void merge_two_runs(const tl_event *ev, uint32_t *seg, size_t c, size_t b
 
 #define MERGE_APART_MIN (1u << 18) /* events of a two-run track merged by threads */
 
+/* Whether track tr is one that all the threads merge (two runs, big), given threads. */
+static int merged_apart(const size_t *start, const size_t *runs, size_t tr, int threads)
+{
+    return threads > 1 && runs[tr] == 1 && start[tr + 1] - start[tr] >= MERGE_APART_MIN;
+}
+
 static int sort_tracks(const tl_event *ev, uint32_t *perm, const size_t *start, const size_t *runs,
                        const size_t *brk, size_t ntr, int threads)
 {
     /* Big tracks of two runs first, each merged by all the threads (a trace of two host threads
      * whose events came in two runs each is otherwise sorted by two threads), then the others,
-     * each by one thread */
+     * each by one thread (those too when there is no memory for the merge) */
     size_t norder = 0, total = 0, big = 0;
     for (size_t tr = 0; tr < ntr; tr++)
-        if (runs[tr] == 1 && start[tr + 1] - start[tr] >= MERGE_APART_MIN && threads > 1 &&
-            start[tr + 1] - start[tr] > big)
+        if (merged_apart(start, runs, tr, threads) && start[tr + 1] - start[tr] > big)
             big = start[tr + 1] - start[tr];
     uint32_t *mtmp = big ? tl_big_alloc(big * sizeof *mtmp) : NULL;
-    for (size_t tr = 0; tr < ntr && mtmp; tr++) {
-        size_t c = start[tr + 1] - start[tr];
-        if (runs[tr] == 1 && c >= MERGE_APART_MIN)
-            merge_two_runs(ev, perm + start[tr], c, brk[tr], mtmp, threads);
-    }
-    int merged = mtmp != NULL;
+    int apart = mtmp ? threads : 1;
+    for (size_t tr = 0; tr < ntr; tr++)
+        if (merged_apart(start, runs, tr, apart))
+            merge_two_runs(ev, perm + start[tr], start[tr + 1] - start[tr], brk[tr], mtmp, apart);
     free(mtmp);
     for (size_t tr = 0; tr < ntr; tr++)
-        norder += runs[tr] != 0 &&
-                  !(merged && runs[tr] == 1 && start[tr + 1] - start[tr] >= MERGE_APART_MIN);
+        norder += runs[tr] != 0 && !merged_apart(start, runs, tr, apart);
     uint64_t *order = malloc((norder ? norder : 1) * sizeof *order);
     if (!order)
         return -1;
     norder = 0;
     for (size_t tr = 0; tr < ntr; tr++)
-        if (runs[tr] && !(merged && runs[tr] == 1 &&
-                          start[tr + 1] - start[tr] >= MERGE_APART_MIN)) { /* biggest first (a
-                                   track holds fewer than 2^31 events), then by id */
+        if (runs[tr] && !merged_apart(start, runs, tr, apart)) { /* biggest first (a track holds
+                                                                     fewer than 2^31 events),
+                                                                     then by id */
             size_t c = start[tr + 1] - start[tr];
             order[norder++] = ((uint64_t)(INT32_MAX - c) << 32) | tr;
             total += c;
@@ -1365,9 +1376,7 @@ static int sort_tracks(const tl_event *ev, uint32_t *perm, const size_t *start, 
     return atomic_load(&s.failed) ? -1 : 0;
 }
 
-/* Threads for the big passes of tl_trace_finish: the reader's (-j, TALLY_THREADS), else the
- * cores */
-static int finish_threads(const tl_trace *t)
+int tl_trace_threads(const tl_trace *t)
 {
     return t->read_threads > 0 ? t->read_threads : tl_default_threads();
 }
@@ -1421,7 +1430,7 @@ static int count_tracks(tl_trace *t, size_t ntr, size_t *start, size_t *runs, si
                         uint32_t *perm, size_t *maxseg)
 {
     size_t n = t->nev;
-    int k = n < PERMUTE_WALK_MAX ? 1 : finish_threads(t);
+    int k = n < PERMUTE_WALK_MAX ? 1 : tl_trace_threads(t);
     k = k > 64 ? 64 : k;
     while (k > 1 && (size_t)k * ntr > ((size_t)1 << 20)) /* per-part arrays stay small */
         k--;
@@ -1526,7 +1535,7 @@ static int sort_events(tl_trace *t)
     tl_event *ev = t->ev;
     /* in order already? The first event out of order (i0) and the tracks before it, found in
      * parts by threads: a trace read in order is scanned whole */
-    int k = n < PERMUTE_WALK_MAX ? 1 : finish_threads(t);
+    int k = n < PERMUTE_WALK_MAX ? 1 : tl_trace_threads(t);
     k = k > 64 ? 64 : k;
     order_part parts[64];
     for (int c = 0; c < k; c++)
@@ -1557,13 +1566,13 @@ static int sort_events(tl_trace *t)
         goto done;
     if (count_tracks(t, ntr, start, runs, brk, perm, &maxseg) != 0)
         goto done;
-    if (maxseg && sort_tracks(ev, perm, start, runs, brk, ntr, finish_threads(t)) != 0)
+    if (maxseg && sort_tracks(ev, perm, start, runs, brk, ntr, tl_trace_threads(t)) != 0)
         goto done;
     /* In place, at any size: copying into a second array reads the events in near-sequential
      * streams, but takes a second copy of the events for its length (peak memory 0.24 -> 0.34 of
      * a 1-2 GB file, over the 0.3 the reader keeps to), and its fresh pages cost about what the
      * cycles' cache misses cost (measured twice: 1 GB the same time; 2 GB 5 % faster copied). */
-    tl_permute_events(ev, perm, n, -1, finish_threads(t));
+    tl_permute_events(ev, perm, n, -1, tl_trace_threads(t));
     rc = 0;
 done:
     free(start);
@@ -1678,7 +1687,7 @@ static void *nest_range(void *arg)
  * split into as many ranges of about equal events as there are threads, each nested by one. */
 static int compute_nesting(tl_trace *t, finish_counts *c)
 {
-    int threads = t->nev < PERMUTE_WALK_MAX ? 1 : finish_threads(t);
+    int threads = t->nev < PERMUTE_WALK_MAX ? 1 : tl_trace_threads(t);
     if (threads > 64)
         threads = 64;
     nest_part np[64];
@@ -1843,7 +1852,7 @@ static int compute_links(tl_trace *t, const finish_counts *c)
     m.lo = c->corr_lo;
     m.hi = c->corr_hi;
     m.dense = (uint64_t)m.hi - (uint64_t)m.lo < (uint64_t)ncalls * 4;
-    int k = t->nev < PERMUTE_WALK_MAX ? 1 : finish_threads(t);
+    int k = t->nev < PERMUTE_WALK_MAX ? 1 : tl_trace_threads(t);
     k = k > 64 ? 64 : k;
     if (m.dense) {
         size_t n = (size_t)((uint64_t)m.hi - (uint64_t)m.lo) + 1;
@@ -1898,15 +1907,13 @@ int tl_trace_finish(tl_trace *t)
         return -1;
     mem_sorter ms = {t, 0};
     tl_runner mr;
-    int apart = t->nmem >= MEM_SORT_THREAD_MIN && finish_threads(t) > 1;
-    if (apart)
-        tl_run_start(&mr, sort_mem_main, &ms, sizeof ms, 0, 1);
+    int apart = t->nmem >= MEM_SORT_THREAD_MIN && tl_trace_threads(t) > 1;
+    tl_run_apart(&mr, sort_mem_main, &ms, apart);
     finish_counts c;
     double t0 = tl_now_s(), t1 = t0, t2 = t0, t3;
     if (sort_events(t) != 0 || (t1 = tl_now_s(), compute_nesting(t, &c)) != 0 ||
         (t2 = tl_now_s(), compute_links(t, &c)) != 0) {
-        if (apart)
-            tl_run_wait(&mr);
+        tl_run_wait(&mr); /* here too when not apart: its table is left in order */
         return -1;
     }
     t3 = tl_now_s();
@@ -1921,10 +1928,7 @@ int tl_trace_finish(tl_trace *t)
         const char *nm = tl_copy_default_name(e);
         e->name = tl_intern(&t->strings, nm, strlen(nm));
     }
-    if (apart)
-        tl_run_wait(&mr);
-    else
-        ms.rc = sort_mem(t);
+    tl_run_wait(&mr);
     if (ms.rc != 0)
         return -1;
     if (getenv("TALLY_READ_STATS")) /* where the finish goes (docs/PERFORMANCE.md) */

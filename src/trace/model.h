@@ -426,11 +426,17 @@ typedef struct tl_runner {
     unsigned char started[64];
 } tl_runner;
 void tl_run_start(tl_runner *r, void *(*fn)(void *), void *items, size_t size, int first, int n);
+/* One item: in a thread of its own when apart (and a thread can be had), else in the caller at
+ * tl_run_wait. */
+void tl_run_apart(tl_runner *r, void *(*fn)(void *), void *item, int apart);
 void tl_run_wait(tl_runner *r);
 
 /* Threads to use where a caller says 0: TALLY_THREADS when set to a number > 0, else the
  * available cores; at most 64. */
 int tl_default_threads(void);
+/* The threads a trace's own passes use: those its load used (t->read_threads: -j,
+ * TALLY_THREADS), else tl_default_threads(). */
+int tl_trace_threads(const tl_trace *t);
 
 /* Permute ev[0, n) so that position i receives the event at index perm[i] (perm, a permutation
  * of 0..n-1, is consumed), in place (tl_trace_finish orders the events with it; public for its

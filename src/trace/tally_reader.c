@@ -141,8 +141,7 @@ static int read_tally(tl_trace *t, const void *data, int fd, size_t len, const c
     /* the kernel zeroing the events' fresh pages was a third of the time: another core takes
      * those faults, up to 16 MB ahead of the events written (a range takes two records, so only
      * about half the room is ever filled: populating it all would double the memory) */
-    tl_prefault_start(&pf, t->ev, t->cap_ev * sizeof *t->ev, (size_t)16 << 20,
-                      t->read_threads > 0 ? t->read_threads : tl_default_threads());
+    tl_prefault_start(&pf, t->ev, t->cap_ev * sizeof *t->ev, (size_t)16 << 20, tl_trace_threads(t));
     int drc = tl_tally_decode(&d, &sink);
     tl_prefault_stop(&pf);
     if (drc != 0)
