@@ -179,7 +179,7 @@ static int32_t node_parent(const tl_trace *t, int32_t i)
 static int merged_and_calls(const owning *o, uint8_t **merged, uint32_t **calls)
 {
     const tl_trace *t = o->t;
-    uint32_t *nchild = NULL;
+    uint8_t *nchild = NULL; /* a node's children, up to 2 (only "one child" is asked) */
     *merged = NULL;
     *calls = calloc(t->strings.count ? t->strings.count : 1, sizeof **calls);
     if (!*calls)
@@ -195,7 +195,7 @@ static int merged_and_calls(const owning *o, uint8_t **merged, uint32_t **calls)
             if (!is_node(&t->ev[i]) || !is_span(&t->ev[i]))
                 continue;
             int32_t p = node_parent(t, (int32_t)i);
-            if (p != TL_NONE)
+            if (p != TL_NONE && nchild[p] < 2)
                 nchild[p]++;
         }
     }
@@ -219,9 +219,9 @@ static int merged_and_calls(const owning *o, uint8_t **merged, uint32_t **calls)
 }
 
 typedef struct where {
-    uint32_t track;
     int64_t ts;
-    size_t i; /* position in t->mem */
+    uint32_t track;
+    uint32_t i; /* position in t->mem (a trace of more records fails as out of memory) */
 } where;
 
 /* By thread, then time, then position: a total order. */
@@ -298,6 +298,8 @@ static void add_to(tl_mem_op *o, const tl_memev *r, int self)
  * are owned by nothing: counted in *unowned, as memory.h defines it. */
 static int places(const tl_trace *t, where *w, size_t *nw, uint64_t *unowned)
 {
+    if (t->nmem > UINT32_MAX)
+        return -1;
     tl_keymap api = {0};
     int any_corr = 0;
     for (size_t i = 0; i < t->nmem; i++)
@@ -317,7 +319,7 @@ static int places(const tl_trace *t, where *w, size_t *nw, uint64_t *unowned)
         const tl_memev *r = &t->mem[i];
         if (!is_change(r))
             continue;
-        where x = {r->track, r->ts, i};
+        where x = {r->ts, r->track, (uint32_t)i};
         if (r->corr) {
             int32_t k = tl_keymap_get(&api, r->corr);
             if (k < 0) {

@@ -17,13 +17,14 @@ enum { TL_OPS_NONE = 0, TL_OPS_HOST, TL_OPS_DEVICE };
 /* One event as the ops table sees it: 12 bytes, since a trace has millions of events. */
 typedef struct tl_ops_event {
     int32_t eparent;     /* nearest kept host ancestor (tree of PyTorch's FunctionEvents) */
-    int32_t nchild;      /* number of kept children */
+    unsigned nchild : 2; /* number of kept children, up to 2 (the dup rule asks "one?") */
     unsigned kind : 2;   /* TL_OPS_*: the row it gives (NONE after the dup merge) */
     unsigned async : 1;  /* an async range: CPU total, no self CPU */
     unsigned merged : 1; /* merged into its parent (eparent) by the dup rule */
     unsigned step : 1;   /* ProfilerStep#N: its row is "ProfilerStep*" */
     unsigned annot : 1;  /* a row of annotations (user ranges, steps, GPU annotations) */
 } tl_ops_event;
+_Static_assert(sizeof(tl_ops_event) == 8, "8 bytes an event: the ops view's scratch");
 
 /* Which events are rows and the tree of kept host events: PyTorch's filter of utility events
  * and merge of a same-named only child into its parent. in has t->nev entries. Returns 0, or

@@ -24,22 +24,23 @@
 
 /* clang-format off */
 const tl_view_def tl_view_defs[] = {
-    /* name         function             needs            sort  summary cost memos                 help */
-    {"device",      tl_view_device,      TL_NEEDS_DEVICE, 0,    1,      31,  0,                    "per device and stream: busy time (kernels, copies), utilization"},
-    {"overview",    tl_view_overview,    0,               0,    1,      58,  0,                    "time per event type (interval union), ratio to the step time"},
-    {"model",       tl_view_model,       0,               0,    1,      41,  0,                    "per step: Dataloader, Forward, Backward, Optimization, Other"},
-    {"perf",        tl_view_perf,        0,               0,    1,      9,   0,                    "step time, reader cost, throughput: avg/max/min"},
-    {"breakdown",   tl_view_breakdown,   0,               0,    0,      93,  0,                    "per step: Kernel, Memcpy, Memset, Runtime, DataLoader, CPU Exec, Other (TensorBoard)"},
-    {"gpu",         tl_view_gpu,         TL_NEEDS_DEVICE, 0,    0,      28,  0,                    "per device over all streams: computation, communication, memcpy, exposed, idle"},
-    {"distributed", tl_view_distributed, TL_NEEDS_DEVICE, 0,    0,      31,  0,                    "communication vs computation and their overlap"},
-    {"operator",    tl_view_operator,    0,               1,    0,      62,  0,                    "host operators: calls, CPU total/self, GPU time of their kernels"},
-    {"kernel",      tl_view_kernel,      TL_NEEDS_DEVICE, 1,    1,      32,  0,                    "kernels by name: calls, total/avg/max/min, share of GPU time"},
-    {"memcpy",      tl_view_memcpy,      TL_NEEDS_DEVICE, 1,    0,      20,  0,                    "copies by kind and memsets: calls, bytes, time, GB/s"},
-    {"ranges",      tl_view_ranges,      0,               1,    1,      25,  0,                    "user-defined ranges by name: calls, total, self, avg/max/min"},
-    {"memory",      tl_view_memory,      TL_NEEDS_MEMORY, 1,    1,      135, 1 << TL_MEMO_MEMORY,  "per device: peak, timeline, what the peak holds, per operator, leaks"},
-    {"ops",         tl_view_ops,         0,               1,    0,      137, 0,                    "PyTorch's key_averages().table(): self/total CPU and CUDA time"},
-    {"gaps",        tl_view_gaps,        TL_NEEDS_DEVICE, 1,    0,      86,  0,                    "GPU idle time, its causes, kernel launches"},
-    {"findings",    tl_view_findings,    0,               0,    1,      259, 1 << TL_MEMO_MEMORY,  "ranked findings with their evidence (printed last)"},
+    /* name         function             needs            sort  summary cost memos                scratch   help */
+    /*                                                                                          ev  mem       */
+    {"device",      tl_view_device,      TL_NEEDS_DEVICE, 0,    1,      31,  0,                   7,  0,    "per device and stream: busy time (kernels, copies), utilization"},
+    {"overview",    tl_view_overview,    0,               0,    1,      58,  0,                   10, 0,    "time per event type (interval union), ratio to the step time"},
+    {"model",       tl_view_model,       0,               0,    1,      41,  0,                   7,  0,    "per step: Dataloader, Forward, Backward, Optimization, Other"},
+    {"perf",        tl_view_perf,        0,               0,    1,      9,   0,                   0,  0,    "step time, reader cost, throughput: avg/max/min"},
+    {"breakdown",   tl_view_breakdown,   0,               0,    0,      93,  0,                   12, 0,    "per step: Kernel, Memcpy, Memset, Runtime, DataLoader, CPU Exec, Other (TensorBoard)"},
+    {"gpu",         tl_view_gpu,         TL_NEEDS_DEVICE, 0,    0,      28,  0,                   8,  0,    "per device over all streams: computation, communication, memcpy, exposed, idle"},
+    {"distributed", tl_view_distributed, TL_NEEDS_DEVICE, 0,    0,      31,  0,                   4,  0,    "communication vs computation and their overlap"},
+    {"operator",    tl_view_operator,    0,               1,    0,      62,  0,                   14, 0,    "host operators: calls, CPU total/self, GPU time of their kernels"},
+    {"kernel",      tl_view_kernel,      TL_NEEDS_DEVICE, 1,    1,      32,  0,                   1,  0,    "kernels by name: calls, total/avg/max/min, share of GPU time"},
+    {"memcpy",      tl_view_memcpy,      TL_NEEDS_DEVICE, 1,    0,      20,  0,                   1,  0,    "copies by kind and memsets: calls, bytes, time, GB/s"},
+    {"ranges",      tl_view_ranges,      0,               1,    1,      25,  0,                   8,  0,    "user-defined ranges by name: calls, total, self, avg/max/min"},
+    {"memory",      tl_view_memory,      TL_NEEDS_MEMORY, 1,    1,      135, 1 << TL_MEMO_MEMORY, 0,  62,   "per device: peak, timeline, what the peak holds, per operator, leaks"},
+    {"ops",         tl_view_ops,         0,               1,    0,      137, 0,                   21, 0,    "PyTorch's key_averages().table(): self/total CPU and CUDA time"},
+    {"gaps",        tl_view_gaps,        TL_NEEDS_DEVICE, 1,    0,      86,  0,                   11, 0,    "GPU idle time, its causes, kernel launches"},
+    {"findings",    tl_view_findings,    0,               0,    1,      259, 1 << TL_MEMO_MEMORY, 10, 0,    "ranked findings with their evidence (printed last)"},
 };
 /* clang-format on */
 const int tl_nview_defs = (int)(sizeof tl_view_defs / sizeof tl_view_defs[0]);
@@ -403,19 +404,30 @@ static tl_view_opts view_opts(const tl_view_def *d, const tl_report_opts *o)
 
 /* The views of a report (idx: their tl_view_defs indices, in order), computed by up to 64
  * threads, the costliest first (order: views by tl_view_def.cost, so that the longest view does
- * not start last and bound the report), and written in order. For a trace of very many distinct
- * names they are computed in order, at most `lead` views ahead of the one the writer takes, so
- * that it holds that many tables of a row per name, not all of them. */
+ * not start last and bound the report), and written in order. A thread starts the first view in
+ * that order whose scratch estimate fits in what the views running hold of the budget (or any
+ * view when none runs), so that memory does not grow with the thread count (scratch_budget).
+ * For a trace of very many distinct names they are computed in order, at most `lead` views
+ * ahead of the one the writer takes, so that it holds that many tables of a row per name, not
+ * all of them. */
 typedef struct ahead {
     const tl_trace *t;
     const tl_report_opts *o;
     int idx[64], n;
-    int order[64];              /* which view the next thread takes: order[next] */
+    int order[64];              /* views in the order threads start them */
     int readers[TL_MEMO_COUNT]; /* views not yet computed that read each shared result */
+    size_t need[64];            /* view k's scratch estimate, bytes */
+    /* A shared result's estimate (bytes), counted in inuse once, from the start of its first
+     * reader (which makes it) to its release after the last. */
+    size_t memo_need[TL_MEMO_COUNT];
+    unsigned char memo_held[TL_MEMO_COUNT];
+    size_t budget, inuse; /* scratch: allowed at once; held by the running views and results */
+    int running;          /* views being computed by the threads */
+    tl_report_sched sched;
     tl_table *res[64];
     tl_error err[64];
-    unsigned char done[64];
-    int next, taken, lead, stop, nth;
+    unsigned char started[64], done[64];
+    int taken, lead, stop, nth;
     double t0; /* when the report began (TALLY_READ_STATS) */
     pthread_t th[64];
     pthread_mutex_t mu;
@@ -425,17 +437,80 @@ typedef struct ahead {
 /* More distinct names than this: the views are computed one at a time unless asked otherwise. */
 #define MANY_NAMES_ONE_AT_A_TIME 200000
 
-/* View k of a, computed. */
+/* The process's resident or peak resident memory in kB (key "VmRSS:" or "VmHWM:" of
+ * /proc/self/status); -1 where it cannot be read. For TALLY_READ_STATS only. */
+static long proc_kb(const char *key)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f)
+        return -1;
+    char line[256];
+    long kb = -1;
+    size_t n = strlen(key);
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, key, n) == 0) {
+            kb = strtol(line + n, NULL, 10);
+            break;
+        }
+    fclose(f);
+    return kb;
+}
+
+/* Reset the peak that VmHWM reports to the memory resident now (Linux: clear_refs 5); 0 when
+ * done. For TALLY_READ_STATS only. */
+static int peak_reset(void)
+{
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (!f)
+        return -1;
+    int rc = fputs("5", f) < 0;
+    return fclose(f) != 0 || rc ? -1 : 0;
+}
+
+/* What the memory replay (tl_mem_of, shared by the memory and findings views) keeps, bytes a
+ * memory record (the 1 GB trace of bench_json: 24.7 MB for 430,513 records). */
+#define MEMORY_REPLAY_KEPT 60
+
+/* The loaded trace's own arrays, bytes: its events, memory records, tracks and strings. */
+static size_t model_bytes(const tl_trace *t)
+{
+    const tl_strtab *s = &t->strings;
+    size_t b = t->nev * sizeof(tl_event) + t->nmem * sizeof(tl_memev) +
+               (size_t)t->ntracks * sizeof(tl_track) + (size_t)s->nslots * sizeof *s->slots;
+    for (uint32_t i = 0; i < s->count; i++)
+        b += s->len[i] + 1 + sizeof *s->str + sizeof *s->len;
+    return b;
+}
+
+/* The scratch the views computed at once may hold between them by their estimates: two
+ * thirds of the loaded trace, so that a report's peak stays near 1.7 times the trace's model
+ * at any thread count (for a Kineto trace, whose model is ~0.17 times the file: under 0.3
+ * times the file; docs/PERFORMANCE.md). A view runs alone when its estimate is larger. */
+static size_t scratch_budget(const tl_trace *t)
+{
+    return model_bytes(t) / 3 * 2;
+}
+
+/* View k of a, computed. With TALLY_READ_STATS, its time and, when it is the only view being
+ * computed (one at a time), its scratch: its peak resident memory above what was resident when
+ * it began (the figures the scheduler's estimates come from, docs/PERFORMANCE.md). */
 static tl_table *ahead_compute(const ahead *a, int k, tl_error *err)
 {
     const tl_view_def *d = &tl_view_defs[a->idx[k]];
     tl_view_opts vo = view_opts(d, a->o);
+    int stats = getenv("TALLY_READ_STATS") != NULL;
+    long rss0 = stats && !a->nth && peak_reset() == 0 ? proc_kb("VmRSS:") : -1;
     double t0 = tl_now_s();
     tl_table *res = d->fn(a->t, &vo, err);
-    if (getenv("TALLY_READ_STATS")) { /* what each view costs (docs/PERFORMANCE.md) */
+    if (stats) { /* what each view costs (docs/PERFORMANCE.md) */
         double t1 = tl_now_s();
-        fprintf(stderr, "tally: view %s: %.3f s (%.3f to %.3f s into the report)\n", d->name,
-                t1 - t0, t0 - a->t0, t1 - a->t0);
+        long hwm = rss0 >= 0 ? proc_kb("VmHWM:") : -1;
+        fprintf(stderr, "tally: view %s: %.3f s (%.3f to %.3f s into the report)", d->name, t1 - t0,
+                t0 - a->t0, t1 - a->t0);
+        if (hwm >= 0)
+            fprintf(stderr, ", peak +%.1f MB over %.1f MB", (double)(hwm - rss0) / 1024,
+                    (double)rss0 / 1024);
+        fputc('\n', stderr);
     }
     return res;
 }
@@ -446,9 +521,46 @@ static tl_table *ahead_compute(const ahead *a, int k, tl_error *err)
 static void ahead_computed(ahead *a, int k)
 {
     int memos = tl_view_defs[a->idx[k]].memos;
-    for (int key = 0; key < TL_MEMO_COUNT; key++)
-        if ((memos >> key & 1) && --a->readers[key] == 0)
+    for (int key = 0; key < TL_MEMO_COUNT; key++) {
+        if (!(memos >> key & 1))
+            continue;
+        if (--a->readers[key] == 0) {
             tl_trace_memo_release(a->t, key);
+            if (a->memo_held[key])
+                a->inuse -= a->memo_need[key];
+            a->memo_held[key] = 0;
+        }
+    }
+}
+
+/* What starting view k adds to a->inuse: its estimate and the shared results it reads that no
+ * view has made yet. */
+static size_t ahead_need(const ahead *a, int k)
+{
+    size_t need = a->need[k];
+    int memos = tl_view_defs[a->idx[k]].memos;
+    for (int key = 0; key < TL_MEMO_COUNT; key++)
+        if ((memos >> key & 1) && !a->memo_held[key])
+            need += a->memo_need[key];
+    return need;
+}
+
+/* The position in a->order of the view a thread may start now, or -1 when none may; *left:
+ * the views not yet started. Under a->mu. */
+static int ahead_pick(const ahead *a, int *left)
+{
+    int pick = -1;
+    *left = 0;
+    for (int p = 0; p < a->n; p++) {
+        int k = a->order[p];
+        if (a->started[k])
+            continue;
+        ++*left;
+        if (pick < 0 && k < a->taken + a->lead &&
+            (!a->running || a->inuse + ahead_need(a, k) <= a->budget))
+            pick = p;
+    }
+    return pick;
 }
 
 static void *ahead_main(void *arg)
@@ -456,11 +568,22 @@ static void *ahead_main(void *arg)
     ahead *a = arg;
     pthread_mutex_lock(&a->mu);
     for (;;) {
-        while (!a->stop && a->next < a->n && a->next >= a->taken + a->lead)
+        int left, p;
+        while ((p = ahead_pick(a, &left)) < 0 && left > 0 && !a->stop)
             pthread_cond_wait(&a->cv, &a->mu);
-        if (a->stop || a->next >= a->n)
+        if (a->stop || p < 0)
             break;
-        int k = a->order[a->next++];
+        int k = a->order[p];
+        a->started[k] = 1;
+        a->running++;
+        a->inuse += ahead_need(a, k);
+        for (int key = 0; key < TL_MEMO_COUNT; key++)
+            if (tl_view_defs[a->idx[k]].memos >> key & 1)
+                a->memo_held[key] = 1;
+        if (a->running > a->sched.most_running)
+            a->sched.most_running = a->running;
+        if (a->running > 1 && a->inuse > a->sched.most_at_once)
+            a->sched.most_at_once = a->inuse;
         pthread_mutex_unlock(&a->mu);
         tl_error e = {{0}};
         tl_table *res = ahead_compute(a, k, &e);
@@ -468,6 +591,8 @@ static void *ahead_main(void *arg)
         a->res[k] = res;
         a->err[k] = e;
         a->done[k] = 1;
+        a->running--;
+        a->inuse -= a->need[k];
         ahead_computed(a, k);
         pthread_cond_broadcast(&a->cv);
     }
@@ -483,13 +608,23 @@ static void ahead_start(ahead *a, const tl_trace *t, const tl_report_opts *o, in
     a->o = o;
     a->n = n;
     a->t0 = tl_now_s();
-    a->next = a->taken = a->stop = a->nth = 0;
+    a->taken = a->stop = a->nth = a->running = 0;
+    a->inuse = 0;
+    a->budget = o->scratch_budget ? o->scratch_budget : scratch_budget(t);
+    memset(&a->sched, 0, sizeof a->sched);
+    a->sched.budget = a->budget;
+    memset(a->started, 0, sizeof a->started);
+    memset(a->memo_held, 0, sizeof a->memo_held);
     memset(a->done, 0, sizeof a->done);
     memset(a->res, 0, sizeof a->res);
     memset(a->readers, 0, sizeof a->readers);
-    for (int k = 0; k < n; k++)
+    for (int k = 0; k < n; k++) {
+        const tl_view_def *d = &tl_view_defs[a->idx[k]];
+        a->need[k] = (size_t)d->scratch * t->nev + (size_t)d->scratch_mem * t->nmem;
         for (int key = 0; key < TL_MEMO_COUNT; key++)
-            a->readers[key] += tl_view_defs[a->idx[k]].memos >> key & 1;
+            a->readers[key] += d->memos >> key & 1;
+    }
+    a->memo_need[TL_MEMO_MEMORY] = MEMORY_REPLAY_KEPT * t->nmem;
     /* By default, not for a trace of very many distinct names: its big views (a row per name)
      * would be held at once (1 M names: peak 252 -> 395 MB with 2 threads, for 4 % less time) */
     int many = t->strings.count > MANY_NAMES_ONE_AT_A_TIME;
@@ -506,18 +641,23 @@ static void ahead_start(ahead *a, const tl_trace *t, const tl_report_opts *o, in
         }
         a->order[j] = k;
     }
+    if (getenv("TALLY_READ_STATS"))
+        fprintf(stderr, "tally: views: %d threads, scratch at once %.1f MB (the trace %.1f MB)\n",
+                threads > 1 ? threads : 0, (double)a->budget / 1048576,
+                (double)model_bytes(t) / 1048576);
     pthread_mutex_init(&a->mu, NULL);
     pthread_cond_init(&a->cv, NULL);
     for (int i = 0; threads > 1 && i < threads; i++)
         if (tl_thread_start(&a->th[a->nth], ahead_main, a) == 0) /* signals blocked */
             a->nth++;
+    a->sched.threads = a->nth;
 }
 
 /* View k, computed here when no thread took it; NULL with *err when it failed. */
 static tl_table *ahead_take(ahead *a, int k, tl_error *err)
 {
     if (!a->nth) { /* no threads: computed here, in turn */
-        a->next = a->taken = k + 1;
+        a->taken = k + 1;
         tl_table *res = ahead_compute(a, k, err);
         ahead_computed(a, k);
         return res;
@@ -543,6 +683,13 @@ static void ahead_end(ahead *a)
     pthread_mutex_unlock(&a->mu);
     for (int i = 0; i < a->nth; i++)
         pthread_join(a->th[i], NULL);
+    if (!a->nth && a->n)
+        a->sched.most_running = 1;
+    if (getenv("TALLY_READ_STATS"))
+        fprintf(stderr, "tally: views: at most %d at once, %.1f MB of scratch estimates\n",
+                a->sched.most_running, (double)a->sched.most_at_once / 1048576);
+    if (a->o->sched)
+        *a->o->sched = a->sched;
     for (int k = 0; k < a->n; k++)
         tl_table_free(a->res[k]);
     pthread_mutex_destroy(&a->mu);

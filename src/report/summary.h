@@ -21,6 +21,12 @@ typedef struct tl_view_def {
                          report's threads start the costliest views first */
     int memos;        /* bits 1 << TL_MEMO_*: the shared results it reads (tl_trace_memo); a
                          report releases each once the last view reading it is computed */
+    int scratch;      /* its peak memory above the loaded trace while it computes, in bytes an
+                         event plus bytes a memory record (scratch_mem), measured alone on the
+                         1 GB trace of bench_json at 4 and 16 threads, less the shared results
+                         it reads (the report counts those once): a report's threads start no
+                         more views at once than their sum fits in its scratch budget */
+    int scratch_mem;
     const char *help; /* one line for --help */
 } tl_view_def;
 
@@ -45,7 +51,21 @@ typedef struct tl_report_opts {
                     0 = TALLY_THREADS, else the cores (tl_default_threads), but one at a time
                     for a trace of over 200 000 distinct names; 1 = one at a time. The output
                     is the same for any count; more tables are held at once. */
+    /* The scratch the views computed at once may hold between them, bytes, by the views'
+     * estimates (tl_view_def.scratch): 0 = two thirds of the loaded trace's arrays; a view
+     * whose estimate is larger runs alone. The output is the same for any budget. */
+    size_t scratch_budget;
+    struct tl_report_sched *sched; /* when set, how the views were scheduled (below) */
 } tl_report_opts;
+
+/* How a report's threads computed its views (tl_report_opts.sched). */
+typedef struct tl_report_sched {
+    int threads;         /* threads that computed views (0: the caller, in turn) */
+    int most_running;    /* the most views computed at once */
+    size_t budget;       /* the scratch budget used, bytes */
+    size_t most_at_once; /* the largest scratch estimate held while two or more views ran
+                            (the shared results included): never above budget */
+} tl_report_sched;
 
 /* Check the view list: 0, or -1 with "unknown view 'x'; expected one of: ..." in err. */
 int tl_report_check_views(const char *views, tl_error *err);

@@ -2,8 +2,8 @@
  * test_memo.c — results shared by the views (tl_trace_memo): made once however many threads ask
  * at once, released when asked and made again after, dropped when the trace changes; and the
  * report's use of it: the memory replay that the memory view and findings share is released
- * once both are computed, and the report is the same for any number of threads. Run under TSan
- * in CI.
+ * once both are computed, and the report is the same for any number of threads; the views
+ * computed at once keep within the report's scratch budget. Run under TSan in CI.
  */
 #include "analysis/memory.h"
 #include "report/summary.h"
@@ -143,7 +143,8 @@ static const char *mem_trace =
     "\"Total Reserved\":4194304}}"
     "]}";
 
-static char *report(tl_trace *t, int threads, const char *views)
+static char *report_sched(tl_trace *t, int threads, const char *views, size_t budget,
+                          tl_report_sched *sched)
 {
     char *buf = NULL;
     size_t len = 0;
@@ -152,10 +153,17 @@ static char *report(tl_trace *t, int threads, const char *views)
     memset(&o, 0, sizeof o);
     o.threads = threads;
     o.views = views;
+    o.scratch_budget = budget;
+    o.sched = sched;
     tl_error e = {{0}};
     CHECK_EQ_INT(tl_report_write(f, t, &o, &e), 0);
     fclose(f);
     return buf;
+}
+
+static char *report(tl_trace *t, int threads, const char *views)
+{
+    return report_sched(t, threads, views, 0, NULL);
 }
 
 TEST(report_shares_the_memory_replay_and_releases_it)
@@ -202,10 +210,86 @@ TEST(report_shares_the_memory_replay_and_releases_it)
     tl_trace_free(&t);
 }
 
+/* The views a report computes at once hold no more scratch, by their estimates, than its
+ * budget: with a budget no two views fit in, they run one at a time (each alone may exceed
+ * it); with the default one, the estimates held while several ran stay within it. The report
+ * is the same either way. */
+TEST(report_keeps_the_views_at_once_within_the_scratch_budget)
+{
+    /* big enough that the views take a while and overlap when let: 40 steps of 1000 operators
+     * on two threads, each allocating and freeing */
+    char *json = NULL;
+    size_t jlen = 0;
+    FILE *g = open_memstream(&json, &jlen);
+    fputs("{\"traceEvents\":[", g);
+    for (int s = 0; s < 40; s++) {
+        long long t0 = (long long)s * 100000;
+        fprintf(g,
+                "%s{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#%d\","
+                "\"pid\":1,\"tid\":1,\"ts\":%lld,\"dur\":99000}",
+                s ? "," : "", s, t0);
+        for (int i = 0; i < 1000; i++) {
+            long long ts = t0 + 10 + i * 90;
+            int tid = 1 + i % 2;
+            fprintf(g,
+                    ",{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"aten::op%d\",\"pid\":1,"
+                    "\"tid\":%d,\"ts\":%lld,\"dur\":80}"
+                    ",{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"cpu_instant_event\",\"name\":"
+                    "\"[memory]\",\"pid\":1,\"tid\":%d,\"ts\":%lld,\"args\":{\"Device Type\":1,"
+                    "\"Device Id\":0,\"Addr\":%d,\"Bytes\":%d}}"
+                    ",{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"cpu_instant_event\",\"name\":"
+                    "\"[memory]\",\"pid\":1,\"tid\":%d,\"ts\":%lld,\"args\":{\"Device Type\":1,"
+                    "\"Device Id\":0,\"Addr\":%d,\"Bytes\":-%d}}",
+                    i % 37, tid, ts, tid, ts + 5, 4096 * (i + 1), 512 * (1 + i % 5), tid, ts + 70,
+                    4096 * (i + 1), 512 * (1 + i % 5));
+        }
+    }
+    fputs("]}", g);
+    fclose(g);
+    tl_trace t;
+    tl_trace_init(&t);
+    tl_error err = {{0}};
+    CHECK_EQ_INT(tl_read_json_mem(&t, json, jlen, "big.json", &err), 0);
+    free(json);
+    CHECK_EQ_INT(t.nmem, 80000);
+    char *one = report(&t, 1, NULL);
+    tl_report_sched s;
+    memset(&s, 0xff, sizeof s);
+    char *tight = report_sched(&t, 7, NULL, 1, &s);
+    CHECK(one && tight && strcmp(one, tight) == 0);
+    CHECK_EQ_INT(s.threads, 7);
+    CHECK_EQ_INT(s.most_running, 1); /* every view's estimate is over 1 byte */
+    CHECK_EQ_INT((long long)s.budget, 1);
+    CHECK_EQ_INT((long long)s.most_at_once, 0); /* never two at once */
+    CHECK_EQ_INT(t.memo_[TL_MEMO_MEMORY].state, 0);
+    /* the default budget: two thirds of the trace's arrays, at least an event's 64 bytes */
+    memset(&s, 0xff, sizeof s);
+    char *dflt = report_sched(&t, 7, NULL, 0, &s);
+    CHECK(one && dflt && strcmp(one, dflt) == 0);
+    CHECK(s.budget >= 64 && s.most_running >= 1 && s.most_running <= 7);
+    CHECK(s.most_at_once <= s.budget);
+    /* with one thread, the caller computes them in turn */
+    memset(&s, 0xff, sizeof s);
+    free(report_sched(&t, 1, NULL, 0, &s));
+    CHECK_EQ_INT(s.threads, 0);
+    CHECK_EQ_INT(s.most_running, 1);
+    /* a budget every view fits in at once: the estimates held stay within it */
+    memset(&s, 0xff, sizeof s);
+    char *wide = report_sched(&t, 7, NULL, SIZE_MAX / 2, &s);
+    CHECK(one && wide && strcmp(one, wide) == 0);
+    CHECK(s.most_at_once <= SIZE_MAX / 2);
+    free(wide);
+    free(dflt);
+    free(tight);
+    free(one);
+    tl_trace_free(&t);
+}
+
 int main(void)
 {
     RUN(made_once_for_threads_asking_at_once);
     RUN(a_failed_make_is_tried_again);
     RUN(report_shares_the_memory_replay_and_releases_it);
+    RUN(report_keeps_the_views_at_once_within_the_scratch_budget);
     return test_summary();
 }
