@@ -50,7 +50,8 @@ typedef struct tl_report_opts {
     int threads; /* views computed ahead of the one being written, each in a thread of its own:
                     0 = TALLY_THREADS, else the cores (tl_default_threads), but one at a time
                     for a trace of over 200 000 distinct names; 1 = one at a time. The output
-                    is the same for any count; more tables are held at once. */
+                    is the same for any count; the scratch the views hold at once keeps within
+                    scratch_budget. */
     /* The scratch the views computed at once may hold between them, bytes, by the views'
      * estimates (tl_view_def.scratch): 0 = two thirds of the loaded trace's arrays; a view
      * whose estimate is larger runs alone. The output is the same for any budget. */
