@@ -40,7 +40,7 @@ const tl_view_def tl_view_defs[] = {
     {"memory",      tl_view_memory,      TL_NEEDS_MEMORY, 1,    1,      135, 1 << TL_MEMO_MEMORY, 0,  62,   "per device: peak, timeline, what the peak holds, per operator, leaks"},
     {"ops",         tl_view_ops,         0,               1,    0,      137, 0,                   21, 0,    "PyTorch's key_averages().table(): self/total CPU and CUDA time"},
     {"gaps",        tl_view_gaps,        TL_NEEDS_DEVICE, 1,    0,      86,  0,                   11, 0,    "GPU idle time, its causes, kernel launches"},
-    {"findings",    tl_view_findings,    0,               0,    1,      259, 1 << TL_MEMO_MEMORY, 10, 0,    "ranked findings with their evidence (printed last)"},
+    {"findings",    tl_view_findings,    0,               0,    1,      259, 1 << TL_MEMO_MEMORY, 11, 0,    "ranked findings with their evidence (printed last)"},
 };
 /* clang-format on */
 const int tl_nview_defs = (int)(sizeof tl_view_defs / sizeof tl_view_defs[0]);
@@ -491,6 +491,16 @@ static size_t scratch_budget(const tl_trace *t)
     return model_bytes(t) / 3 * 2;
 }
 
+/* The estimates of the shared results view k reads, bytes. */
+static size_t ahead_memo_need(const ahead *a, int k)
+{
+    size_t need = 0;
+    for (int key = 0; key < TL_MEMO_COUNT; key++)
+        if (tl_view_defs[a->idx[k]].memos >> key & 1)
+            need += a->memo_need[key];
+    return need;
+}
+
 /* View k of a, computed. With TALLY_READ_STATS, its time and, when it is the only view being
  * computed (one at a time), its scratch: its peak resident memory above what was resident when
  * it began (the figures the scheduler's estimates come from, docs/PERFORMANCE.md). */
@@ -507,9 +517,10 @@ static tl_table *ahead_compute(const ahead *a, int k, tl_error *err)
         long hwm = rss0 >= 0 ? proc_kb("VmHWM:") : -1;
         fprintf(stderr, "tally: view %s: %.3f s (%.3f to %.3f s into the report)", d->name, t1 - t0,
                 t0 - a->t0, t1 - a->t0);
-        if (hwm >= 0)
-            fprintf(stderr, ", peak +%.1f MB over %.1f MB", (double)(hwm - rss0) / 1024,
-                    (double)rss0 / 1024);
+        if (hwm >= 0) /* with its estimate, and the shared results it may make */
+            fprintf(stderr, ", peak +%.1f MB over %.1f MB (estimate %.1f MB + %.1f MB shared)",
+                    (double)(hwm - rss0) / 1024, (double)rss0 / 1024, (double)a->need[k] / 1048576,
+                    (double)ahead_memo_need(a, k) / 1048576);
         fputc('\n', stderr);
     }
     return res;
