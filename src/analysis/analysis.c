@@ -312,6 +312,52 @@ void tl_self_times(const tl_trace *t, int64_t *out)
     }
 }
 
+int tl_evrank_build(const tl_trace *t, uint32_t cats, tl_evrank *r)
+{
+    size_t words = t->nev / 64 + 1;
+    r->n = 0;
+    r->bits = calloc(words, sizeof *r->bits);
+    r->before = malloc(words * sizeof *r->before);
+    if (!r->bits || !r->before || t->nev > UINT32_MAX) {
+        tl_evrank_free(r);
+        return -1;
+    }
+    for (size_t i = 0; i < t->nev; i++)
+        if (t->ev[i].cat < 32 && (cats >> t->ev[i].cat & 1))
+            r->bits[i >> 6] |= (uint64_t)1 << (i & 63);
+    uint32_t n = 0;
+    for (size_t w = 0; w < words; w++) {
+        r->before[w] = n;
+        n += (uint32_t)__builtin_popcountll(r->bits[w]);
+    }
+    r->n = n;
+    return 0;
+}
+
+void tl_evrank_free(tl_evrank *r)
+{
+    free(r->bits);
+    free(r->before);
+    r->bits = NULL;
+    r->before = NULL;
+    r->n = 0;
+}
+
+void tl_self_times_of(const tl_trace *t, const tl_evrank *r, int64_t *out)
+{
+    for (size_t i = 0, k = 0; i < t->nev; i++)
+        if (tl_evrank_of(r, i) >= 0)
+            out[k++] = t->ev[i].dur;
+    for (size_t i = 0; i < t->nev; i++) {
+        const tl_event *e = &t->ev[i];
+        if (e->parent == TL_NONE || (e->flags & TL_EV_INSTANT) || e->dur <= 0)
+            continue;
+        int64_t k = tl_evrank_of(r, (size_t)e->parent);
+        if (k >= 0)
+            out[k] = tl_sub_sat(out[k], e->dur);
+    }
+}
+
 int tl_view_sort(tl_table *tab, const tl_view_opts *o, const char *default_key, int from,
                  tl_error *err)
 {

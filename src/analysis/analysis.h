@@ -84,6 +84,31 @@ int tl_has_ci(const char *s, const char *needle);
  * runtime calls nested in it on the same track). out has t->nev entries. */
 void tl_self_times(const tl_trace *t, int64_t *out);
 
+/* The events of some categories numbered in event order (0, 1, ...), in a bit an event and 4
+ * bytes per 64 events instead of 4 bytes an event: what a view keeps per operator or per range
+ * goes in an array of n entries. */
+typedef struct tl_evrank {
+    uint64_t *bits;   /* bit i: event i is one of them */
+    uint32_t *before; /* before[w]: how many of them are in events [0, 64 w) */
+    size_t n;         /* how many */
+} tl_evrank;
+
+/* Number the events whose category is in cats (bits 1 << tl_cat). 0, or -1 out of memory. */
+int tl_evrank_build(const tl_trace *t, uint32_t cats, tl_evrank *r);
+void tl_evrank_free(tl_evrank *r);
+/* The number of event i, or -1 when it is not one of them. */
+static inline int64_t tl_evrank_of(const tl_evrank *r, size_t i)
+{
+    uint64_t w = r->bits[i >> 6], m = (uint64_t)1 << (i & 63);
+    if (!(w & m))
+        return -1;
+    return (int64_t)r->before[i >> 6] + __builtin_popcountll(w & (m - 1));
+}
+
+/* tl_self_times of the events r numbers: out[k] for the event numbered k (r->n entries). The
+ * same values, each subtracted in the same order. */
+void tl_self_times_of(const tl_trace *t, const tl_evrank *r, int64_t *out);
+
 /* ---- options shared by views ------------------------------------------------------------ */
 
 typedef struct tl_view_opts {

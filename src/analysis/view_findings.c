@@ -453,25 +453,33 @@ static void check_dominant(ctx *c)
         free(owner);
         return;
     } else {
-        int64_t *self = tl_big_alloc(t->nev * sizeof *self);
-        if (!self) {
+        /* the self times of the operators and ranges, numbered in event order */
+        tl_evrank rk;
+        int64_t *self = NULL;
+        if (tl_evrank_build(t, 1u << TL_CAT_OPERATOR | 1u << TL_CAT_USER, &rk) != 0 ||
+            !(self = tl_big_alloc((rk.n ? rk.n : 1) * sizeof *self))) {
+            tl_evrank_free(&rk);
             free(acc);
             free(owner);
             return;
         }
-        tl_self_times(t, self);
+        tl_self_times_of(t, &rk, self);
         int cat = TL_CAT_OPERATOR;
         for (int pass = 0; pass < 2 && !total; pass++, cat = TL_CAT_USER) {
-            for (size_t i = 0; i < t->nev; i++) {
-                if (t->ev[i].cat != cat || self[i] <= 0)
+            for (size_t i = 0, k = 0; i < t->nev; i++) {
+                if (tl_evrank_of(&rk, i) < 0)
                     continue;
-                acc[t->ev[i].name] = tl_add_sat(acc[t->ev[i].name], self[i]);
-                total = tl_add_sat(total, self[i]);
+                int64_t v = self[k++];
+                if (t->ev[i].cat != cat || v <= 0)
+                    continue;
+                acc[t->ev[i].name] = tl_add_sat(acc[t->ev[i].name], v);
+                total = tl_add_sat(total, v);
             }
             what = cat == TL_CAT_OPERATOR ? "of operator self CPU time" : "of range self time";
             cpu_cat = cat;
         }
         free(self);
+        tl_evrank_free(&rk);
     }
     uint32_t best = 0;
     int64_t second = 0;

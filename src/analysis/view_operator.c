@@ -137,8 +137,9 @@ tl_table *tl_view_operator(const tl_trace *t, const tl_view_opts *o, tl_error *e
     int expand = o && o->expand;
     tl_table *tab = tl_table_new("Operator Summary", "operator", cols, C_NCOLS);
     tl_table *out = NULL;
-    /* per operator call: its ordinal (opid, 4 bytes an event) and its times */
-    int32_t *opid = tl_big_alloc(t->nev * sizeof *opid);
+    /* per operator call: its ordinal (a bit an event: tl_evrank) and its times */
+    tl_evrank rk = {0};
+    int rk_ok = tl_evrank_build(t, 1u << TL_CAT_OPERATOR, &rk) == 0;
     /* name id -> its row in acc, -1 = none yet (ids are dense: an array, not a hash) */
     int32_t *byid = malloc((t->strings.count ? t->strings.count : 1) * sizeof *byid);
     op_call *oc = NULL;
@@ -150,22 +151,22 @@ tl_table *tl_view_operator(const tl_trace *t, const tl_view_opts *o, tl_error *e
     child_acc *ch = NULL;
     int32_t *byname = NULL;
     size_t nacc = 0, cap = 0, nch = 0, chcap = 0;
-    if (!tab || !opid || !byid)
+    if (!tab || !rk_ok || !byid)
         goto oom;
     memset(byid, 0xff, (t->strings.count ? t->strings.count : 1) * sizeof *byid);
-    for (size_t i = 0; i < t->nev; i++)
-        opid[i] = t->ev[i].cat == TL_CAT_OPERATOR ? (int32_t)nops++ : -1;
+    nops = rk.n;
     oc = tl_big_calloc(nops ? nops : 1, sizeof *oc);
     if (!oc)
         goto oom;
     /* self = duration minus the direct children (spans and runtime calls on its thread) */
     for (size_t i = 0; i < t->nev; i++) {
         const tl_event *e = &t->ev[i];
-        if (opid[i] >= 0)
-            oc[opid[i]].self = tl_add_sat(oc[opid[i]].self, e->dur);
-        if (e->parent != TL_NONE && opid[e->parent] >= 0 && e->dur > 0 &&
-            !(e->flags & TL_EV_INSTANT))
-            oc[opid[e->parent]].self = tl_sub_sat(oc[opid[e->parent]].self, e->dur);
+        int64_t k = tl_evrank_of(&rk, i), pk;
+        if (k >= 0)
+            oc[k].self = tl_add_sat(oc[k].self, e->dur);
+        if (e->parent != TL_NONE && (pk = tl_evrank_of(&rk, (size_t)e->parent)) >= 0 &&
+            e->dur > 0 && !(e->flags & TL_EV_INSTANT))
+            oc[pk].self = tl_sub_sat(oc[pk].self, e->dur);
     }
     /* device work: to its owner and every operator above it */
     for (size_t i = 0; i < t->nev; i++) {
@@ -179,11 +180,12 @@ tl_table *tl_view_operator(const tl_trace *t, const tl_view_opts *o, tl_error *e
             continue;
         }
         for (int32_t a = ow; a != TL_NONE; a = t->ev[a].parent) {
-            if (opid[a] < 0)
+            int64_t k = tl_evrank_of(&rk, (size_t)a);
+            if (k < 0)
                 continue;
-            oc[opid[a]].dev = tl_add_sat(oc[opid[a]].dev, e->dur);
+            oc[k].dev = tl_add_sat(oc[k].dev, e->dur);
             if (e->cat == TL_CAT_KERNEL)
-                oc[opid[a]].kern = tl_add_sat(oc[opid[a]].kern, e->dur);
+                oc[k].kern = tl_add_sat(oc[k].kern, e->dur);
         }
     }
 
@@ -215,7 +217,7 @@ tl_table *tl_view_operator(const tl_trace *t, const tl_view_opts *o, tl_error *e
                 goto oom;
         }
         op_acc *a = &acc[k];
-        const op_call *call = &oc[opid[i]];
+        const op_call *call = &oc[tl_evrank_of(&rk, i)];
         int64_t g = call->kern;
         a->calls++;
         a->cpu = tl_add_sat(a->cpu, e->dur);
@@ -347,7 +349,7 @@ fail:
     tl_table_free(out);
     tab = NULL;
 done:
-    free(opid);
+    tl_evrank_free(&rk);
     free(byid);
     free(oc);
     tl_keymap_free(&map);

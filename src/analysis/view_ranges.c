@@ -99,13 +99,16 @@ tl_table *tl_view_ranges(const tl_trace *t, const tl_view_opts *o, tl_error *err
     tl_table *tab = lazy ? NULL
                          : tl_table_new("UserDefined Summary", "ranges", sep ? cols : cols + R_NAME,
                                         sep ? R_NCOLS : R_NCOLS - R_NAME);
-    int64_t *self = tl_big_alloc(t->nev * sizeof *self);
+    /* the ranges' self times, numbered in event order (not one an event: 8 bytes a range) */
+    tl_evrank rk = {0};
+    int rk_ok = tl_evrank_build(t, 1u << TL_CAT_USER, &rk) == 0;
+    int64_t *self = rk_ok ? tl_big_alloc((rk.n ? rk.n : 1) * sizeof *self) : NULL;
     int32_t *slot = malloc((t->strings.count ? t->strings.count : 1) * sizeof *slot);
     agg *ag = NULL;
     size_t nag = 0, cap = 0;
     if ((!tab && !lazy) || !self || !slot)
         goto oom;
-    tl_self_times(t, self);
+    tl_self_times_of(t, &rk, self);
     for (uint32_t s = 0; s < t->strings.count; s++)
         slot[s] = -1;
     int off = sep ? 0 : -R_NAME; /* column index shift */
@@ -141,7 +144,7 @@ tl_table *tl_view_ranges(const tl_trace *t, const tl_view_opts *o, tl_error *err
             agg *a = &ag[slot[nm]];
             a->calls++;
             a->total = tl_add_sat(a->total, e->dur);
-            a->self = tl_add_sat(a->self, self[j]);
+            a->self = tl_add_sat(a->self, self[tl_evrank_of(&rk, j)]);
             if (a->calls == 1 || e->dur > a->max)
                 a->max = e->dur;
             if (a->calls == 1 || e->dur < a->min)
@@ -153,6 +156,7 @@ tl_table *tl_view_ranges(const tl_trace *t, const tl_view_opts *o, tl_error *err
         if (lazy) { /* one group: the aggregates in order of their first start are the rows */
             free(self);
             free(slot);
+            tl_evrank_free(&rk);
             self = NULL;
             slot = NULL;
             if (nag > 1)
@@ -222,6 +226,7 @@ tl_table *tl_view_ranges(const tl_trace *t, const tl_view_opts *o, tl_error *err
     free(self);
     free(slot);
     free(ag);
+    tl_evrank_free(&rk);
     return tab;
 oom:
     tl_error_setc(err, TL_ERR_NOMEM, "ranges: out of memory");
@@ -229,6 +234,7 @@ fail:
     free(self);
     free(slot);
     free(ag);
+    tl_evrank_free(&rk);
     tl_table_free(tab);
     return NULL;
 }

@@ -24,23 +24,22 @@
 
 /* clang-format off */
 const tl_view_def tl_view_defs[] = {
-    /* name         function             needs            sort  summary cost memos                scratch   help */
-    /*                                                                                          ev  mem       */
-    {"device",      tl_view_device,      TL_NEEDS_DEVICE, 0,    1,      31,  0,                   7,  0,    "per device and stream: busy time (kernels, copies), utilization"},
-    {"overview",    tl_view_overview,    0,               0,    1,      58,  0,                   10, 0,    "time per event type (interval union), ratio to the step time"},
-    {"model",       tl_view_model,       0,               0,    1,      41,  0,                   7,  0,    "per step: Dataloader, Forward, Backward, Optimization, Other"},
-    {"perf",        tl_view_perf,        0,               0,    1,      9,   0,                   0,  0,    "step time, reader cost, throughput: avg/max/min"},
-    {"breakdown",   tl_view_breakdown,   0,               0,    0,      93,  0,                   12, 0,    "per step: Kernel, Memcpy, Memset, Runtime, DataLoader, CPU Exec, Other (TensorBoard)"},
-    {"gpu",         tl_view_gpu,         TL_NEEDS_DEVICE, 0,    0,      28,  0,                   8,  0,    "per device over all streams: computation, communication, memcpy, exposed, idle"},
-    {"distributed", tl_view_distributed, TL_NEEDS_DEVICE, 0,    0,      31,  0,                   4,  0,    "communication vs computation and their overlap"},
-    {"operator",    tl_view_operator,    0,               1,    0,      62,  0,                   14, 0,    "host operators: calls, CPU total/self, GPU time of their kernels"},
-    {"kernel",      tl_view_kernel,      TL_NEEDS_DEVICE, 1,    1,      32,  0,                   1,  0,    "kernels by name: calls, total/avg/max/min, share of GPU time"},
-    {"memcpy",      tl_view_memcpy,      TL_NEEDS_DEVICE, 1,    0,      20,  0,                   1,  0,    "copies by kind and memsets: calls, bytes, time, GB/s"},
-    {"ranges",      tl_view_ranges,      0,               1,    1,      25,  0,                   8,  0,    "user-defined ranges by name: calls, total, self, avg/max/min"},
-    {"memory",      tl_view_memory,      TL_NEEDS_MEMORY, 1,    1,      135, 1 << TL_MEMO_MEMORY, 0,  62,   "per device: peak, timeline, what the peak holds, per operator, leaks"},
-    {"ops",         tl_view_ops,         0,               1,    0,      137, 0,                   21, 0,    "PyTorch's key_averages().table(): self/total CPU and CUDA time"},
-    {"gaps",        tl_view_gaps,        TL_NEEDS_DEVICE, 1,    0,      86,  0,                   11, 0,    "GPU idle time, its causes, kernel launches"},
-    {"findings",    tl_view_findings,    0,               0,    1,      259, 1 << TL_MEMO_MEMORY, 11, 0,    "ranked findings with their evidence (printed last)"},
+    /* name         function             needs            sort  summary cost memos                scratch: ev mem own own_cat      help */
+    {"device",      tl_view_device,      TL_NEEDS_DEVICE, 0,    1,      31,  0,                   7,  0,  0,  -1,              "per device and stream: busy time (kernels, copies), utilization"},
+    {"overview",    tl_view_overview,    0,               0,    1,      58,  0,                   1,  0,  24, TL_CAT_OPERATOR, "time per event type (interval union), ratio to the step time"},
+    {"model",       tl_view_model,       0,               0,    1,      41,  0,                   7,  0,  0,  -1,              "per step: Dataloader, Forward, Backward, Optimization, Other"},
+    {"perf",        tl_view_perf,        0,               0,    1,      9,   0,                   0,  0,  0,  -1,              "step time, reader cost, throughput: avg/max/min"},
+    {"breakdown",   tl_view_breakdown,   0,               0,    0,      93,  0,                   12, 0,  0,  -1,              "per step: Kernel, Memcpy, Memset, Runtime, DataLoader, CPU Exec, Other (TensorBoard)"},
+    {"gpu",         tl_view_gpu,         TL_NEEDS_DEVICE, 0,    0,      28,  0,                   8,  0,  0,  -1,              "per device over all streams: computation, communication, memcpy, exposed, idle"},
+    {"distributed", tl_view_distributed, TL_NEEDS_DEVICE, 0,    0,      31,  0,                   4,  0,  0,  -1,              "communication vs computation and their overlap"},
+    {"operator",    tl_view_operator,    0,               1,    0,      62,  0,                   1,  0,  24, TL_CAT_OPERATOR, "host operators: calls, CPU total/self, GPU time of their kernels"},
+    {"kernel",      tl_view_kernel,      TL_NEEDS_DEVICE, 1,    1,      32,  0,                   1,  0,  0,  -1,              "kernels by name: calls, total/avg/max/min, share of GPU time"},
+    {"memcpy",      tl_view_memcpy,      TL_NEEDS_DEVICE, 1,    0,      20,  0,                   1,  0,  0,  -1,              "copies by kind and memsets: calls, bytes, time, GB/s"},
+    {"ranges",      tl_view_ranges,      0,               1,    1,      25,  0,                   1,  0,  8,  TL_CAT_USER,     "user-defined ranges by name: calls, total, self, avg/max/min"},
+    {"memory",      tl_view_memory,      TL_NEEDS_MEMORY, 1,    1,      135, 1 << TL_MEMO_MEMORY, 0,  62, 0,  -1,              "per device: peak, timeline, what the peak holds, per operator, leaks"},
+    {"ops",         tl_view_ops,         0,               1,    0,      137, 0,                   21, 0,  0,  -1,              "PyTorch's key_averages().table(): self/total CPU and CUDA time"},
+    {"gaps",        tl_view_gaps,        TL_NEEDS_DEVICE, 1,    0,      86,  0,                   11, 0,  0,  -1,              "GPU idle time, its causes, kernel launches"},
+    {"findings",    tl_view_findings,    0,               0,    1,      259, 1 << TL_MEMO_MEMORY, 11, 0,  0,  -1,              "ranked findings with their evidence (printed last)"},
 };
 /* clang-format on */
 const int tl_nview_defs = (int)(sizeof tl_view_defs / sizeof tl_view_defs[0]);
@@ -629,9 +628,17 @@ static void ahead_start(ahead *a, const tl_trace *t, const tl_report_opts *o, in
     memset(a->done, 0, sizeof a->done);
     memset(a->res, 0, sizeof a->res);
     memset(a->readers, 0, sizeof a->readers);
+    size_t ncat[TL_CAT_COUNT] = {0}; /* events by category, when a view's estimate asks */
+    for (int k = 0; k < n; k++)
+        if (tl_view_defs[a->idx[k]].own_cat >= 0) {
+            for (size_t i = 0; i < t->nev; i++)
+                ncat[t->ev[i].cat < TL_CAT_COUNT ? t->ev[i].cat : 0]++;
+            break;
+        }
     for (int k = 0; k < n; k++) {
         const tl_view_def *d = &tl_view_defs[a->idx[k]];
-        a->need[k] = (size_t)d->scratch * t->nev + (size_t)d->scratch_mem * t->nmem;
+        a->need[k] = (size_t)d->scratch * t->nev + (size_t)d->scratch_mem * t->nmem +
+                     (d->own_cat >= 0 ? (size_t)d->scratch_own * ncat[d->own_cat] : 0);
         for (int key = 0; key < TL_MEMO_COUNT; key++)
             a->readers[key] += d->memos >> key & 1;
     }

@@ -22,11 +22,13 @@ typedef struct tl_view_def {
     int memos;        /* bits 1 << TL_MEMO_*: the shared results it reads (tl_trace_memo); a
                          report releases each once the last view reading it is computed */
     int scratch;      /* its peak memory above the loaded trace while it computes, in bytes an
-                         event plus bytes a memory record (scratch_mem), measured alone on the
-                         1 GB trace of bench_json at 4 and 16 threads, less the shared results
-                         it reads (the report counts those once): a report's threads start no
-                         more views at once than their sum fits in its scratch budget */
-    int scratch_mem;
+                         event, plus bytes a memory record (scratch_mem) and an event of its own
+                         category (scratch_own bytes an event of category own_cat, -1 none),
+                         measured alone on the 1 GB trace of bench_json at 4 and 16 threads,
+                         less the shared results it reads (the report counts those once): a
+                         report's threads start no more views at once than their sum fits in
+                         its scratch budget */
+    int scratch_mem, scratch_own, own_cat;
     const char *help; /* one line for --help */
 } tl_view_def;
 

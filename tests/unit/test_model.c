@@ -101,6 +101,46 @@ TEST(finish_sorts_and_nests)
     tl_trace_free(&t);
 }
 
+/* The events of some categories numbered in event order across words of 64 (130 events, every
+ * third a range), and their self times the same as tl_self_times gives them. */
+TEST(evrank_numbers_the_chosen_events_and_their_self_times)
+{
+    tl_trace t;
+    tl_trace_init(&t);
+    uint32_t th = tl_trace_track(&t, TL_TRACK_THREAD, 1, 1, -1);
+    static const int64_t at[3] = {0, 10, 50}, dur[3] = {90, 30, 20};
+    for (int i = 0; i < 130; i++) /* by threes: a range holding two operators side by side */
+        fx_span(&t, th, i % 3 == 0 ? TL_CAT_USER : TL_CAT_OPERATOR, "x", (i / 3) * 100 + at[i % 3],
+                dur[i % 3]);
+    CHECK_EQ_INT(tl_trace_finish(&t), 0);
+    tl_evrank r;
+    CHECK_EQ_INT(tl_evrank_build(&t, 1u << TL_CAT_USER, &r), 0);
+    CHECK_EQ_INT(r.n, 44);
+    int64_t *all = calloc(t.nev, sizeof *all), *some = calloc(r.n, sizeof *some);
+    tl_self_times(&t, all);
+    tl_self_times_of(&t, &r, some);
+    size_t k = 0;
+    for (size_t i = 0; i < t.nev; i++) {
+        if (t.ev[i].cat != TL_CAT_USER) {
+            CHECK_EQ_INT(tl_evrank_of(&r, i), -1);
+            continue;
+        }
+        CHECK_EQ_INT(tl_evrank_of(&r, i), (long long)k);
+        CHECK_EQ_INT(some[k], all[i]);
+        k++;
+    }
+    CHECK_EQ_INT(k, r.n);
+    CHECK_EQ_INT(some[0], 90 - 30 - 20); /* the first range less its two operators */
+    tl_evrank_free(&r);
+    CHECK_EQ_INT(tl_evrank_build(&t, 0, &r), 0); /* none chosen */
+    CHECK_EQ_INT(r.n, 0);
+    CHECK_EQ_INT(tl_evrank_of(&r, t.nev - 1), -1);
+    tl_evrank_free(&r);
+    free(all);
+    free(some);
+    tl_trace_free(&t);
+}
+
 TEST(finish_links_runtime_calls_to_device_work)
 {
     tl_trace t;
@@ -864,6 +904,7 @@ int main(void)
     RUN(has_ci_finds_what_strncasecmp_finds);
     RUN(tracks_are_found_again);
     RUN(finish_sorts_and_nests);
+    RUN(evrank_numbers_the_chosen_events_and_their_self_times);
     RUN(permutations_of_every_shape);
     RUN(prefault_makes_pages_ahead_of_the_writer);
     RUN(finish_in_threads_is_the_same_order);
