@@ -37,7 +37,7 @@ const tl_view_def tl_view_defs[] = {
     {"memcpy",      tl_view_memcpy,      TL_NEEDS_DEVICE, 1,    0,      20,  0,                   1,  0,  0,  -1,              "copies by kind and memsets: calls, bytes, time, GB/s"},
     {"ranges",      tl_view_ranges,      0,               1,    1,      25,  0,                   1,  0,  8,  TL_CAT_USER,     "user-defined ranges by name: calls, total, self, avg/max/min"},
     {"memory",      tl_view_memory,      TL_NEEDS_MEMORY, 1,    1,      135, 1 << TL_MEMO_MEMORY, 0,  62, 0,  -1,              "per device: peak, timeline, what the peak holds, per operator, leaks"},
-    {"ops",         tl_view_ops,         0,               1,    0,      137, 0,                   21, 0,  0,  -1,              "PyTorch's key_averages().table(): self/total CPU and CUDA time"},
+    {"ops",         tl_view_ops,         0,               1,    0,      137, 0,                   12, 50, 0,  -1,              "PyTorch's key_averages().table(): self/total CPU and CUDA time"},
     {"gaps",        tl_view_gaps,        TL_NEEDS_DEVICE, 1,    0,      86,  0,                   11, 0,  0,  -1,              "GPU idle time, its causes, kernel launches"},
     {"findings",    tl_view_findings,    0,               0,    1,      259, 1 << TL_MEMO_MEMORY, 11, 0,  0,  -1,              "ranked findings with their evidence (printed last)"},
 };
