@@ -50,8 +50,9 @@ static const cli_option options[] = {
     CLI_OPTION("linked-only", 0, CLI_FLAG, ro.vo.linked_only, NULL,
                "GPU views: only device work whose launching runtime call is in the file"),
     CLI_OPTION("jobs", 'j', CLI_COUNT, threads, "N",
-               "threads: parse one trace with N threads; read a folder's ranks N at a time\n"
-               "(default: TALLY_THREADS, else the cores)"),
+               "threads: parse a trace and compute its views with N threads (the views at\n"
+               "once keep to a memory budget); read a folder's ranks N at a time (default:\n"
+               "TALLY_THREADS, else the cores)"),
     CLI_OPTION("html", 0, CLI_STRING, html, "OUT",
                "write the report as one self-contained HTML page to OUT: charts of the step\n"
                "time, timeline, operators, GPU idle, memory; sortable tables (docs/html.md)"),
