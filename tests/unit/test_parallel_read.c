@@ -206,6 +206,27 @@ TEST(bad_input_gives_the_one_pass_message)
     free(text);
 }
 
+/* A file of a few MB read with the reader's own part sizes (no TALLY_READ_PART): big enough to
+ * be read in parallel, in more than one window at every thread count (a window is at most 4 MB
+ * here), and the same as one thread reads it. */
+TEST(a_few_megabytes_read_the_same_with_the_readers_own_parts)
+{
+    static const int parts[] = {0};
+    char path[256];
+    snprintf(path, sizeof path, "%s/mb.json", tmpdir);
+    rnd_state = 4242;
+    ntids = 5;
+    device_name_pids = 0;
+    make_trace(path, 40000, 0, 40000, 0);
+    size_t len = 0;
+    char *text = test_read_file(path, &len);
+    free(text);
+    CHECK(len >= (3u << 20)); /* over the 2 MB a parallel read needs, and more than a window */
+    windows_read = 0;
+    check_file(path, parts, 1, 0);
+    CHECK(windows_read >= 3 * 2); /* two windows or more at each of 2, 3 and 7 threads */
+}
+
 /* The last window is the file's pages mapped when the file ends inside a page (the rest of the
  * page reads as zeros: the lexer's NUL), and read into a buffer when it ends on a page boundary
  * (a byte past it could not be touched): files padded to end a byte before, at and after a
@@ -300,6 +321,7 @@ int main(void)
     RUN(bad_input_gives_the_one_pass_message);
     RUN(last_window_at_and_beside_a_page_boundary);
     RUN(numbers_like_a_parts_stand_ins_read_the_same);
+    RUN(a_few_megabytes_read_the_same_with_the_readers_own_parts);
     char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (system(cmd) != 0)
