@@ -301,13 +301,19 @@ int tl_has_ci(const char *s, const char *needle)
     return 0;
 }
 
+/* Whether e's duration is taken from its parent's self time: a child with a length. */
+static int takes_from_parent(const tl_event *e)
+{
+    return e->parent != TL_NONE && !(e->flags & TL_EV_INSTANT) && e->dur > 0;
+}
+
 void tl_self_times(const tl_trace *t, int64_t *out)
 {
     for (size_t i = 0; i < t->nev; i++)
         out[i] = t->ev[i].dur;
     for (size_t i = 0; i < t->nev; i++) {
         const tl_event *e = &t->ev[i];
-        if (e->parent != TL_NONE && !(e->flags & TL_EV_INSTANT) && e->dur > 0)
+        if (takes_from_parent(e))
             out[e->parent] = tl_sub_sat(out[e->parent], e->dur);
     }
 }
@@ -350,7 +356,7 @@ void tl_self_times_of(const tl_trace *t, const tl_evrank *r, int64_t *out)
             out[k++] = t->ev[i].dur;
     for (size_t i = 0; i < t->nev; i++) {
         const tl_event *e = &t->ev[i];
-        if (e->parent == TL_NONE || (e->flags & TL_EV_INSTANT) || e->dur <= 0)
+        if (!takes_from_parent(e))
             continue;
         int64_t k = tl_evrank_of(r, (size_t)e->parent);
         if (k >= 0)

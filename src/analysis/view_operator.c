@@ -65,9 +65,9 @@ typedef struct op_acc {
     int32_t first_child; /* expand: first of this op's device-name entries, -1 = none */
 } op_acc;
 
-/* one operator call: self CPU time, kernel and device time of its subtree */
+/* one operator call: kernel and device time of its subtree (its self CPU time apart) */
 typedef struct op_call {
-    int64_t self, kern, dev;
+    int64_t kern, dev;
 } op_call;
 
 /* expand: device work owned by one op name, aggregated by device-event name */
@@ -143,6 +143,7 @@ tl_table *tl_view_operator(const tl_trace *t, const tl_view_opts *o, tl_error *e
     /* name id -> its row in acc, -1 = none yet (ids are dense: an array, not a hash) */
     int32_t *byid = malloc((t->strings.count ? t->strings.count : 1) * sizeof *byid);
     op_call *oc = NULL;
+    int64_t *self = NULL; /* per operator call: duration minus its direct children */
     size_t nops = 0;
     uint64_t unlinked = 0;
     int gpu = 0; /* any device work in the trace */
@@ -156,18 +157,10 @@ tl_table *tl_view_operator(const tl_trace *t, const tl_view_opts *o, tl_error *e
     memset(byid, 0xff, (t->strings.count ? t->strings.count : 1) * sizeof *byid);
     nops = rk.n;
     oc = tl_big_calloc(nops ? nops : 1, sizeof *oc);
-    if (!oc)
+    self = tl_big_alloc((nops ? nops : 1) * sizeof *self);
+    if (!oc || !self)
         goto oom;
-    /* self = duration minus the direct children (spans and runtime calls on its thread) */
-    for (size_t i = 0; i < t->nev; i++) {
-        const tl_event *e = &t->ev[i];
-        int64_t k = tl_evrank_of(&rk, i), pk;
-        if (k >= 0)
-            oc[k].self = tl_add_sat(oc[k].self, e->dur);
-        if (e->parent != TL_NONE && (pk = tl_evrank_of(&rk, (size_t)e->parent)) >= 0 &&
-            e->dur > 0 && !(e->flags & TL_EV_INSTANT))
-            oc[pk].self = tl_sub_sat(oc[pk].self, e->dur);
-    }
+    tl_self_times_of(t, &rk, self); /* children: spans and runtime calls on its thread */
     /* device work: to its owner and every operator above it */
     for (size_t i = 0; i < t->nev; i++) {
         const tl_event *e = &t->ev[i];
@@ -217,11 +210,12 @@ tl_table *tl_view_operator(const tl_trace *t, const tl_view_opts *o, tl_error *e
                 goto oom;
         }
         op_acc *a = &acc[k];
-        const op_call *call = &oc[tl_evrank_of(&rk, i)];
+        int64_t c = tl_evrank_of(&rk, i);
+        const op_call *call = &oc[c];
         int64_t g = call->kern;
         a->calls++;
         a->cpu = tl_add_sat(a->cpu, e->dur);
-        a->self = tl_add_sat(a->self, call->self);
+        a->self = tl_add_sat(a->self, self[c]);
         a->cpu_max = e->dur > a->cpu_max ? e->dur : a->cpu_max;
         a->cpu_min = e->dur < a->cpu_min ? e->dur : a->cpu_min;
         a->gpu = tl_add_sat(a->gpu, g);
@@ -352,6 +346,7 @@ done:
     tl_evrank_free(&rk);
     free(byid);
     free(oc);
+    free(self);
     tl_keymap_free(&map);
     tl_keymap_free(&cmap);
     free(acc);

@@ -482,20 +482,22 @@ static size_t model_bytes(const tl_trace *t)
 }
 
 /* The scratch the views computed at once may hold between them by their estimates: two
- * thirds of the loaded trace, so that a report's peak stays near 1.7 times the trace's model
- * at any thread count (for a Kineto trace, whose model is ~0.17 times the file: under 0.3
- * times the file; docs/PERFORMANCE.md). A view runs alone when its estimate is larger. */
-static size_t scratch_budget(const tl_trace *t)
+ * thirds of the loaded trace (model: model_bytes), so that a report's peak stays near 1.7
+ * times the trace's model at any thread count (for a Kineto trace, whose model is ~0.17 times
+ * the file: under 0.3 times the file; docs/PERFORMANCE.md). A view runs alone when its
+ * estimate is larger. */
+static size_t scratch_budget(size_t model)
 {
-    return model_bytes(t) / 3 * 2;
+    return model / 3 * 2;
 }
 
-/* The estimates of the shared results view k reads, bytes. */
-static size_t ahead_memo_need(const ahead *a, int k)
+/* The estimates of the shared results view k reads, bytes: all of them, or (unmade) those no
+ * view has made yet. */
+static size_t ahead_memo_need(const ahead *a, int k, int unmade)
 {
     size_t need = 0;
     for (int key = 0; key < TL_MEMO_COUNT; key++)
-        if (tl_view_defs[a->idx[k]].memos >> key & 1)
+        if ((tl_view_defs[a->idx[k]].memos >> key & 1) && !(unmade && a->memo_held[key]))
             need += a->memo_need[key];
     return need;
 }
@@ -519,7 +521,7 @@ static tl_table *ahead_compute(const ahead *a, int k, tl_error *err)
         if (hwm >= 0) /* with its estimate, and the shared results it may make */
             fprintf(stderr, ", peak +%.1f MB over %.1f MB (estimate %.1f MB + %.1f MB shared)",
                     (double)(hwm - rss0) / 1024, (double)rss0 / 1024, (double)a->need[k] / 1048576,
-                    (double)ahead_memo_need(a, k) / 1048576);
+                    (double)ahead_memo_need(a, k, 0) / 1048576);
         fputc('\n', stderr);
     }
     return res;
@@ -547,12 +549,7 @@ static void ahead_computed(ahead *a, int k)
  * view has made yet. */
 static size_t ahead_need(const ahead *a, int k)
 {
-    size_t need = a->need[k];
-    int memos = tl_view_defs[a->idx[k]].memos;
-    for (int key = 0; key < TL_MEMO_COUNT; key++)
-        if ((memos >> key & 1) && !a->memo_held[key])
-            need += a->memo_need[key];
-    return need;
+    return a->need[k] + ahead_memo_need(a, k, 1);
 }
 
 /* The position in a->order of the view a thread may start now, or -1 when none may; *left:
@@ -620,7 +617,8 @@ static void ahead_start(ahead *a, const tl_trace *t, const tl_report_opts *o, in
     a->t0 = tl_now_s();
     a->taken = a->stop = a->nth = a->running = 0;
     a->inuse = 0;
-    a->budget = o->scratch_budget ? o->scratch_budget : scratch_budget(t);
+    size_t model = model_bytes(t);
+    a->budget = o->scratch_budget ? o->scratch_budget : scratch_budget(model);
     memset(&a->sched, 0, sizeof a->sched);
     a->sched.budget = a->budget;
     memset(a->started, 0, sizeof a->started);
@@ -628,8 +626,20 @@ static void ahead_start(ahead *a, const tl_trace *t, const tl_report_opts *o, in
     memset(a->done, 0, sizeof a->done);
     memset(a->res, 0, sizeof a->res);
     memset(a->readers, 0, sizeof a->readers);
-    size_t ncat[TL_CAT_COUNT] = {0}; /* events by category, when a view's estimate asks */
     for (int k = 0; k < n; k++)
+        for (int key = 0; key < TL_MEMO_COUNT; key++)
+            a->readers[key] += tl_view_defs[a->idx[k]].memos >> key & 1;
+    /* By default, not for a trace of very many distinct names: its big views (a row per name)
+     * would be held at once (1 M names: peak 252 -> 395 MB with 2 threads, for 4 % less time) */
+    int many = t->strings.count > MANY_NAMES_ONE_AT_A_TIME;
+    int threads = o->threads > 0 ? o->threads : many ? 1 : tl_default_threads();
+    if (threads > n)
+        threads = n;
+    int stats = getenv("TALLY_READ_STATS") != NULL;
+    /* The views' estimates, read only by the threads' choice and TALLY_READ_STATS (a pass over
+     * the events by category when a view's estimate asks) */
+    size_t ncat[TL_CAT_COUNT] = {0};
+    for (int k = 0; (threads > 1 || stats) && k < n; k++)
         if (tl_view_defs[a->idx[k]].own_cat >= 0) {
             for (size_t i = 0; i < t->nev; i++)
                 ncat[t->ev[i].cat < TL_CAT_COUNT ? t->ev[i].cat : 0]++;
@@ -639,16 +649,8 @@ static void ahead_start(ahead *a, const tl_trace *t, const tl_report_opts *o, in
         const tl_view_def *d = &tl_view_defs[a->idx[k]];
         a->need[k] = (size_t)d->scratch * t->nev + (size_t)d->scratch_mem * t->nmem +
                      (d->own_cat >= 0 ? (size_t)d->scratch_own * ncat[d->own_cat] : 0);
-        for (int key = 0; key < TL_MEMO_COUNT; key++)
-            a->readers[key] += d->memos >> key & 1;
     }
     a->memo_need[TL_MEMO_MEMORY] = MEMORY_REPLAY_KEPT * t->nmem;
-    /* By default, not for a trace of very many distinct names: its big views (a row per name)
-     * would be held at once (1 M names: peak 252 -> 395 MB with 2 threads, for 4 % less time) */
-    int many = t->strings.count > MANY_NAMES_ONE_AT_A_TIME;
-    int threads = o->threads > 0 ? o->threads : many ? 1 : tl_default_threads();
-    if (threads > n)
-        threads = n;
     a->lead = many ? threads : n;
     for (int k = 0; k < n; k++) { /* by cost, stable; in order for many names */
         int j = k;
@@ -659,10 +661,9 @@ static void ahead_start(ahead *a, const tl_trace *t, const tl_report_opts *o, in
         }
         a->order[j] = k;
     }
-    if (getenv("TALLY_READ_STATS"))
+    if (stats)
         fprintf(stderr, "tally: views: %d threads, scratch at once %.1f MB (the trace %.1f MB)\n",
-                threads > 1 ? threads : 0, (double)a->budget / 1048576,
-                (double)model_bytes(t) / 1048576);
+                threads > 1 ? threads : 0, (double)a->budget / 1048576, (double)model / 1048576);
     pthread_mutex_init(&a->mu, NULL);
     pthread_cond_init(&a->cv, NULL);
     for (int i = 0; threads > 1 && i < threads; i++)

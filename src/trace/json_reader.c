@@ -3123,24 +3123,22 @@ static int read_threads(const tl_trace *t)
  * read a 92 MB file no faster and held 0.53x the file at peak with 2 threads (0.38x with 2 MB;
  * one thread 0.29x); at 16 threads 2 MB parts held 0.69x, 512 KB 0.39x, for 8 % more time on
  * 2 cores (256 KB: 0.34x, 28 % more: a window more is a handing over more; docs/PERFORMANCE.md).
- * From 1 GB on, every thread count up to 16 keeps 2 MB parts. *forced: TALLY_READ_PART set it
- * (tests cut small traces in many parts). */
-static size_t part_size(uint64_t file, int threads, int *forced)
+ * From 1 GB on, every thread count up to 16 keeps 2 MB parts. A file under 2 MB is one part
+ * (read in one thread). TALLY_READ_PART sets the part (tests cut small traces in many parts). */
+static size_t part_size(uint64_t file, int threads)
 {
     const char *e = getenv("TALLY_READ_PART");
     long long v = e && *e ? strtoll(e, NULL, 10) : 0;
-    *forced = v > 0;
     if (v > 0)
         return v < 64 ? 64 : (size_t)v;
+    if (file < (2u << 20))
+        return (size_t)file + 1;
     uint64_t window = file / 32 > (4u << 20) ? file / 32 : (4u << 20);
     uint64_t per = file / (uint64_t)threads / 2, by_window = window / (uint64_t)threads;
     if (by_window < per)
         per = by_window;
     return per >= (2u << 20) ? (2u << 20) : per < (512u << 10) ? (512u << 10) : (size_t)per;
 }
-
-/* A plain file under this is read in one thread (unless TALLY_READ_PART sets the part). */
-#define PARALLEL_MIN (2u << 20)
 
 int tl_read_json_mem(tl_trace *t, const char *data, size_t len, const char *name, tl_error *err)
 {
@@ -3229,12 +3227,9 @@ int tl_read_json_fd(tl_trace *t, int fd, const char *path, int progress, tl_erro
     /* a plain file big enough for two parts is read in parallel (keep_raw: in one pass, its
      * texts are kept in file order as they are read) */
     int threads = r.gz || t->keep_raw ? 1 : read_threads(t);
-    int forced;
-    size_t part = part_size(r.total_size, threads, &forced);
-    int rc = threads > 1 && r.total_size >= 2 * (uint64_t)part &&
-                     (forced || r.total_size >= PARALLEL_MIN)
-                 ? run_parallel(&r, threads, part)
-                 : run(&r);
+    size_t part = part_size(r.total_size, threads);
+    int rc = threads > 1 && r.total_size >= 2 * (uint64_t)part ? run_parallel(&r, threads, part)
+                                                               : run(&r);
     /* Damaged gzip inflates to garbage for a while before zlib notices: when the parser fails
      * first, the damage a little further on is the error to report. */
     if (rc != 0 && r.gz)
