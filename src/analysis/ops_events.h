@@ -14,7 +14,7 @@
 
 enum { TL_OPS_NONE = 0, TL_OPS_HOST, TL_OPS_DEVICE };
 
-/* One event as the ops table sees it: 12 bytes, since a trace has millions of events. */
+/* One event as the ops table sees it: 8 bytes, since a trace has millions of events. */
 typedef struct tl_ops_event {
     int32_t eparent;     /* nearest kept host ancestor (tree of PyTorch's FunctionEvents) */
     unsigned nchild : 2; /* number of kept children, up to 2 (the dup rule asks "one?") */
