@@ -20,6 +20,7 @@
 #include "analysis/views.h"
 #include "trace/checked.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,10 +61,15 @@ static const tl_col cols[C_NCOLS] = {
 
 typedef struct op_acc {
     uint32_t name;
-    int64_t calls, cpu, self, cpu_max, cpu_min;
-    int64_t gpu, gpu_max, gpu_min, dev;
     int32_t first_child; /* expand: first of this op's device-name entries, -1 = none */
+    int64_t calls, cpu, self, cpu_max, cpu_min;
 } op_acc;
+_Static_assert(sizeof(op_acc) == 48, "an operator name's aggregate is 48 bytes");
+
+/* Its device work, kept apart: only a trace with device work has it */
+typedef struct op_gacc {
+    int64_t gpu, gpu_max, gpu_min, dev;
+} op_gacc;
 
 /* one operator call: kernel and device time of its subtree (its self CPU time apart) */
 typedef struct op_call {
@@ -77,12 +83,16 @@ typedef struct child_acc {
     int32_t next; /* next entry of the same op, -1 = end */
 } child_acc;
 
-/* gpu: the trace has device work; without it the GPU cells stay empty (and text leaves them
- * out) rather than showing zeros. */
-static void put_op_row(tl_table *tab, int r, const tl_trace *t, const op_acc *a, int64_t sum_cpu,
-                       int64_t sum_dev, int gpu)
+/* g: its device work, NULL when the trace has none: the GPU cells stay empty (and text leaves
+ * them out) rather than showing zeros. ref: the name cell borrows the trace's string (a table
+ * of made rows, freed before the trace) instead of holding a copy. */
+static void put_op_row(tl_table *tab, int r, const tl_trace *t, const op_acc *a, const op_gacc *g,
+                       int64_t sum_cpu, int64_t sum_dev, int ref)
 {
-    tl_table_str(tab, r, C_NAME, tl_str(&t->strings, a->name));
+    if (ref)
+        tl_table_str_ref(tab, r, C_NAME, tl_str(&t->strings, a->name));
+    else
+        tl_table_str(tab, r, C_NAME, tl_str(&t->strings, a->name));
     tl_table_int(tab, r, C_CALLS, a->calls);
     tl_table_time(tab, r, C_CPU_TOTAL, a->cpu);
     tl_table_time(tab, r, C_CPU_SELF, a->self);
@@ -91,15 +101,15 @@ static void put_op_row(tl_table *tab, int r, const tl_trace *t, const op_acc *a,
     tl_table_time(tab, r, C_CPU_MIN, a->cpu_min);
     if (sum_cpu > 0)
         tl_table_pct(tab, r, C_CPU_RATIO, 100.0 * (double)a->cpu / (double)sum_cpu);
-    if (!gpu)
+    if (!g)
         return;
-    tl_table_time(tab, r, C_GPU_TOTAL, a->gpu);
-    tl_table_time(tab, r, C_GPU_AVG, tl_avg_round(a->gpu, a->calls));
-    tl_table_time(tab, r, C_GPU_MAX, a->gpu_max);
-    tl_table_time(tab, r, C_GPU_MIN, a->gpu_min);
-    tl_table_time(tab, r, C_DEV_TOTAL, a->dev);
+    tl_table_time(tab, r, C_GPU_TOTAL, g->gpu);
+    tl_table_time(tab, r, C_GPU_AVG, tl_avg_round(g->gpu, a->calls));
+    tl_table_time(tab, r, C_GPU_MAX, g->gpu_max);
+    tl_table_time(tab, r, C_GPU_MIN, g->gpu_min);
+    tl_table_time(tab, r, C_DEV_TOTAL, g->dev);
     if (sum_dev > 0)
-        tl_table_pct(tab, r, C_GPU_RATIO, 100.0 * (double)a->dev / (double)sum_dev);
+        tl_table_pct(tab, r, C_GPU_RATIO, 100.0 * (double)g->dev / (double)sum_dev);
 }
 
 /* Finding an op again by the name printed in a sorted row: acc indices sorted by name. */
@@ -132,10 +142,44 @@ static int32_t find_op(const tl_trace *t, const op_acc *acc, const int32_t *byna
     return -1;
 }
 
+/* The row of name id nm: byid for the trace's own ids, map for any other (a damaged model). */
+static int32_t row_of(const tl_trace *t, const int32_t *byid, const tl_keymap *map, uint32_t nm)
+{
+    return nm < t->strings.count ? byid[nm] : tl_keymap_get(map, nm);
+}
+
+/* A table of made rows (o->made_rows, without expand): the aggregates are the rows, made as
+ * they are written; a million operator names are held as a million op_accs, not as their
+ * cells as well. */
+typedef struct made {
+    const tl_trace *t;
+    op_acc *acc;
+    op_gacc *gacc; /* NULL: no device work */
+    int64_t sum_cpu, sum_dev;
+} made;
+
+static void made_fill(const void *ctx, int row, tl_table *one)
+{
+    const made *m = ctx;
+    put_op_row(one, 0, m->t, &m->acc[row], m->gacc ? &m->gacc[row] : NULL, m->sum_cpu, m->sum_dev,
+               1);
+}
+
+static void made_free(void *ctx)
+{
+    made *m = ctx;
+    if (m) {
+        free(m->acc);
+        free(m->gacc);
+    }
+    free(m);
+}
+
 tl_table *tl_view_operator(const tl_trace *t, const tl_view_opts *o, tl_error *err)
 {
     int expand = o && o->expand;
-    tl_table *tab = tl_table_new("Operator Summary", "operator", cols, C_NCOLS);
+    int lazy = !expand && o && o->made_rows; /* a table of made rows, made once acc is */
+    tl_table *tab = lazy ? NULL : tl_table_new("Operator Summary", "operator", cols, C_NCOLS);
     tl_table *out = NULL;
     /* per operator call: its ordinal (a bit an event: tl_evrank) and its times */
     tl_evrank rk = {0};
@@ -149,16 +193,32 @@ tl_table *tl_view_operator(const tl_trace *t, const tl_view_opts *o, tl_error *e
     int gpu = 0; /* any device work in the trace */
     tl_keymap map = {0}, cmap = {0};
     op_acc *acc = NULL;
+    op_gacc *gacc = NULL; /* a trace with device work */
     child_acc *ch = NULL;
     int32_t *byname = NULL;
-    size_t nacc = 0, cap = 0, nch = 0, chcap = 0;
-    if (!tab || !rk_ok || !byid)
+    size_t nacc = 0, nch = 0, chcap = 0;
+    if ((!tab && !lazy) || !rk_ok || !byid)
         goto oom;
     memset(byid, 0xff, (t->strings.count ? t->strings.count : 1) * sizeof *byid);
+    /* The rows, numbered in order of their names' first call, then made at their exact count
+     * (a doubled array's slack is up to a row per name) */
+    for (size_t i = 0; i < t->nev; i++) {
+        const tl_event *e = &t->ev[i];
+        if (e->cat != TL_CAT_OPERATOR || row_of(t, byid, &map, e->name) >= 0)
+            continue;
+        if (nacc >= INT32_MAX)
+            goto oom;
+        if (e->name < t->strings.count)
+            byid[e->name] = (int32_t)nacc;
+        else if (tl_keymap_put(&map, e->name, (int32_t)nacc) != 0)
+            goto oom;
+        nacc++;
+    }
+    acc = tl_big_calloc(nacc ? nacc : 1, sizeof *acc); /* calls 0: not met yet */
     nops = rk.n;
     oc = tl_big_calloc(nops ? nops : 1, sizeof *oc);
     self = tl_big_alloc((nops ? nops : 1) * sizeof *self);
-    if (!oc || !self)
+    if (!acc || !oc || !self)
         goto oom;
     tl_self_times_of(t, &rk, self); /* children: spans and runtime calls on its thread */
     /* device work: to its owner and every operator above it */
@@ -182,48 +242,63 @@ tl_table *tl_view_operator(const tl_trace *t, const tl_view_opts *o, tl_error *e
         }
     }
 
+    if (gpu && !(gacc = tl_big_calloc(nacc ? nacc : 1, sizeof *gacc)))
+        goto oom;
     int64_t sum_cpu = 0, sum_dev = 0;
     for (size_t i = 0; i < t->nev; i++) {
         const tl_event *e = &t->ev[i];
         if (e->cat != TL_CAT_OPERATOR)
             continue;
-        int32_t k = e->name < t->strings.count ? byid[e->name] : tl_keymap_get(&map, e->name);
-        if (k < 0) {
-            if (nacc == cap) {
-                size_t nc = cap ? cap * 2 : 64;
-                op_acc *na = realloc(acc, nc * sizeof *na);
-                if (!na)
-                    goto oom;
-                acc = na;
-                cap = nc;
-            }
-            k = (int32_t)nacc++;
-            acc[k] = (op_acc){.name = e->name,
-                              .cpu_max = INT64_MIN,
-                              .cpu_min = INT64_MAX,
-                              .gpu_max = INT64_MIN,
-                              .gpu_min = INT64_MAX,
-                              .first_child = -1};
-            if (e->name < t->strings.count)
-                byid[e->name] = k;
-            if (tl_keymap_put(&map, e->name, k) != 0)
-                goto oom;
-        }
+        int32_t k = row_of(t, byid, &map, e->name);
         op_acc *a = &acc[k];
+        if (!a->calls)
+            *a = (op_acc){
+                .name = e->name, .cpu_max = INT64_MIN, .cpu_min = INT64_MAX, .first_child = -1};
         int64_t c = tl_evrank_of(&rk, i);
-        const op_call *call = &oc[c];
-        int64_t g = call->kern;
         a->calls++;
         a->cpu = tl_add_sat(a->cpu, e->dur);
         a->self = tl_add_sat(a->self, self[c]);
         a->cpu_max = e->dur > a->cpu_max ? e->dur : a->cpu_max;
         a->cpu_min = e->dur < a->cpu_min ? e->dur : a->cpu_min;
-        a->gpu = tl_add_sat(a->gpu, g);
-        a->gpu_max = g > a->gpu_max ? g : a->gpu_max;
-        a->gpu_min = g < a->gpu_min ? g : a->gpu_min;
-        a->dev = tl_add_sat(a->dev, call->dev);
         sum_cpu = tl_add_sat(sum_cpu, e->dur);
+        if (!gacc)
+            continue;
+        op_gacc *ga = &gacc[k];
+        const op_call *call = &oc[c];
+        int64_t g = call->kern;
+        if (a->calls == 1)
+            *ga = (op_gacc){.gpu_max = INT64_MIN, .gpu_min = INT64_MAX};
+        ga->gpu = tl_add_sat(ga->gpu, g);
+        ga->gpu_max = g > ga->gpu_max ? g : ga->gpu_max;
+        ga->gpu_min = g < ga->gpu_min ? g : ga->gpu_min;
+        ga->dev = tl_add_sat(ga->dev, call->dev);
         sum_dev = tl_add_sat(sum_dev, call->dev);
+    }
+    /* the per-call scratch is done with before the rows are made and sorted */
+    free(oc);
+    free(self);
+    oc = NULL;
+    self = NULL;
+    tl_evrank_free(&rk);
+    if (lazy) {
+        free(byid);
+        byid = NULL;
+        tl_keymap_free(&map);
+        made *m = malloc(sizeof *m);
+        if (!m || nacc > INT_MAX) {
+            free(m);
+            goto oom;
+        }
+        *m = (made){t, acc, gacc, sum_cpu, sum_dev};
+        acc = NULL; /* the table's now */
+        gacc = NULL;
+        tab = tl_table_new_rows("Operator Summary", "operator", cols, C_NCOLS, (int)nacc, made_fill,
+                                m, made_free);
+        if (!tab)
+            goto oom;
+        if (tl_view_sort(tab, o, "cpu_total_us", 0, err) != 0)
+            goto fail;
+        goto notes;
     }
     if (expand) {
         /* device work by (owning op name, device-event name) */
@@ -234,7 +309,7 @@ tl_table *tl_view_operator(const tl_trace *t, const tl_view_opts *o, tl_error *e
             int32_t ow = tl_launch_owner(t, i, TL_CATBIT(TL_CAT_OPERATOR));
             if (ow == TL_NONE)
                 continue;
-            int32_t k = tl_keymap_get(&map, t->ev[ow].name);
+            int32_t k = row_of(t, byid, &map, t->ev[ow].name);
             if (k < 0)
                 continue;
             uint64_t key = tl_key2((uint32_t)k, e->name);
@@ -269,7 +344,7 @@ tl_table *tl_view_operator(const tl_trace *t, const tl_view_opts *o, tl_error *e
         int r = tl_table_add_row(tab);
         if (r < 0)
             goto oom;
-        put_op_row(tab, r, t, &acc[k], sum_cpu, sum_dev, gpu);
+        put_op_row(tab, r, t, &acc[k], gacc ? &gacc[k] : NULL, sum_cpu, sum_dev, 0);
     }
     if (tl_view_sort(tab, o, "cpu_total_us", 0, err) != 0) {
         tl_table_free(tab);
@@ -294,7 +369,7 @@ tl_table *tl_view_operator(const tl_trace *t, const tl_view_opts *o, tl_error *e
             int nr = tl_table_add_row(out);
             if (nr < 0)
                 goto oom;
-            put_op_row(out, nr, t, &acc[k], sum_cpu, sum_dev, gpu);
+            put_op_row(out, nr, t, &acc[k], gacc ? &gacc[k] : NULL, sum_cpu, sum_dev, 0);
             for (int32_t c = acc[k].first_child; c >= 0; c = ch[c].next) {
                 int cr = tl_table_add_row(out);
                 if (cr < 0)
@@ -307,15 +382,16 @@ tl_table *tl_view_operator(const tl_trace *t, const tl_view_opts *o, tl_error *e
                 tl_table_time(out, cr, C_GPU_MAX, ch[c].max);
                 tl_table_time(out, cr, C_GPU_MIN, ch[c].min);
                 tl_table_time(out, cr, C_DEV_TOTAL, ch[c].total);
-                if (acc[k].dev > 0)
+                if (gacc[k].dev > 0)
                     tl_table_pct(out, cr, C_GPU_RATIO,
-                                 100.0 * (double)ch[c].total / (double)acc[k].dev);
+                                 100.0 * (double)ch[c].total / (double)gacc[k].dev);
             }
         }
         tl_table_free(tab);
         tab = out;
         out = NULL;
     }
+notes:
     if (!nacc)
         tl_table_note(tab, "No host operators in this trace.");
     else {
@@ -350,6 +426,7 @@ done:
     tl_keymap_free(&map);
     tl_keymap_free(&cmap);
     free(acc);
+    free(gacc);
     free(ch);
     free(byname);
     return tab;

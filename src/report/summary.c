@@ -22,24 +22,35 @@
 #include <string.h>
 #include <strings.h>
 
+/* The categories whose distinct names a view makes rows of (tl_view_def.name_cats) */
+#define RANGES  (1 << TL_CAT_USER)
+#define OPS     (1 << TL_CAT_OPERATOR)
+#define KERNELS (1 << TL_CAT_KERNEL)
+#define HOST    (RANGES | OPS)
+/* the ops view: every event torch turns into a row (view_ops.c) */
+#define ROWS                                                                                       \
+    ((1 << TL_CAT_COUNT) - 1 -                                                                     \
+     ((1 << TL_CAT_PYTHON) | (1 << TL_CAT_OVERHEAD) | (1 << TL_CAT_INSTANT) |                      \
+      (1 << TL_CAT_COUNTER)))
+
 /* clang-format off */
 const tl_view_def tl_view_defs[] = {
-    /* name         function             needs            sort  summary cost memos                scratch: ev mem own own_cat      help */
-    {"device",      tl_view_device,      TL_NEEDS_DEVICE, 0,    1,      31,  0,                   7,  0,  0,  -1,              "per device and stream: busy time (kernels, copies), utilization"},
-    {"overview",    tl_view_overview,    0,               0,    1,      58,  0,                   1,  0,  24, TL_CAT_OPERATOR, "time per event type (interval union), ratio to the step time"},
-    {"model",       tl_view_model,       0,               0,    1,      41,  0,                   7,  0,  0,  -1,              "per step: Dataloader, Forward, Backward, Optimization, Other"},
-    {"perf",        tl_view_perf,        0,               0,    1,      9,   0,                   0,  0,  0,  -1,              "step time, reader cost, throughput: avg/max/min"},
-    {"breakdown",   tl_view_breakdown,   0,               0,    0,      93,  0,                   12, 0,  0,  -1,              "per step: Kernel, Memcpy, Memset, Runtime, DataLoader, CPU Exec, Other (TensorBoard)"},
-    {"gpu",         tl_view_gpu,         TL_NEEDS_DEVICE, 0,    0,      28,  0,                   8,  0,  0,  -1,              "per device over all streams: computation, communication, memcpy, exposed, idle"},
-    {"distributed", tl_view_distributed, TL_NEEDS_DEVICE, 0,    0,      31,  0,                   4,  0,  0,  -1,              "communication vs computation and their overlap"},
-    {"operator",    tl_view_operator,    0,               1,    0,      62,  0,                   1,  0,  24, TL_CAT_OPERATOR, "host operators: calls, CPU total/self, GPU time of their kernels"},
-    {"kernel",      tl_view_kernel,      TL_NEEDS_DEVICE, 1,    1,      32,  0,                   1,  0,  0,  -1,              "kernels by name: calls, total/avg/max/min, share of GPU time"},
-    {"memcpy",      tl_view_memcpy,      TL_NEEDS_DEVICE, 1,    0,      20,  0,                   1,  0,  0,  -1,              "copies by kind and memsets: calls, bytes, time, GB/s"},
-    {"ranges",      tl_view_ranges,      0,               1,    1,      25,  0,                   1,  0,  8,  TL_CAT_USER,     "user-defined ranges by name: calls, total, self, avg/max/min"},
-    {"memory",      tl_view_memory,      TL_NEEDS_MEMORY, 1,    1,      135, 1 << TL_MEMO_MEMORY, 0,  62, 0,  -1,              "per device: peak, timeline, what the peak holds, per operator, leaks"},
-    {"ops",         tl_view_ops,         0,               1,    0,      137, 0,                   12, 50, 0,  -1,              "PyTorch's key_averages().table(): self/total CPU and CUDA time"},
-    {"gaps",        tl_view_gaps,        TL_NEEDS_DEVICE, 1,    0,      86,  0,                   11, 0,  0,  -1,              "GPU idle time, its causes, kernel launches"},
-    {"findings",    tl_view_findings,    0,               0,    1,      259, 1 << TL_MEMO_MEMORY, 11, 0,  0,  -1,              "ranked findings with their evidence (printed last)"},
+    /* name         function             needs            sort summary cost memos                scratch mem own own_cat          name keep cats     help */
+    {"device",      tl_view_device,      TL_NEEDS_DEVICE, 0,   1,      31,  0,                   7,      0,  0,  -1,              0,   0,   0,       "per device and stream: busy time (kernels, copies), utilization"},
+    {"overview",    tl_view_overview,    0,               0,   1,      58,  0,                   1,      0,  24, TL_CAT_OPERATOR, 0,   0,   0,       "time per event type (interval union), ratio to the step time"},
+    {"model",       tl_view_model,       0,               0,   1,      41,  0,                   7,      0,  0,  -1,              0,   0,   0,       "per step: Dataloader, Forward, Backward, Optimization, Other"},
+    {"perf",        tl_view_perf,        0,               0,   1,      9,   0,                   0,      0,  0,  -1,              0,   0,   0,       "step time, reader cost, throughput: avg/max/min"},
+    {"breakdown",   tl_view_breakdown,   0,               0,   0,      93,  0,                   12,     0,  0,  -1,              0,   0,   0,       "per step: Kernel, Memcpy, Memset, Runtime, DataLoader, CPU Exec, Other (TensorBoard)"},
+    {"gpu",         tl_view_gpu,         TL_NEEDS_DEVICE, 0,   0,      28,  0,                   8,      0,  0,  -1,              0,   0,   0,       "per device over all streams: computation, communication, memcpy, exposed, idle"},
+    {"distributed", tl_view_distributed, TL_NEEDS_DEVICE, 0,   0,      31,  0,                   4,      0,  0,  -1,              0,   0,   0,       "communication vs computation and their overlap"},
+    {"operator",    tl_view_operator,    0,               1,   0,      62,  0,                   1,      0,  24, TL_CAT_OPERATOR, 108, 84,  OPS,     "host operators: calls, CPU total/self, GPU time of their kernels"},
+    {"kernel",      tl_view_kernel,      TL_NEEDS_DEVICE, 1,   1,      32,  0,                   1,      0,  0,  -1,              68,  44,  KERNELS, "kernels by name: calls, total/avg/max/min, share of GPU time"},
+    {"memcpy",      tl_view_memcpy,      TL_NEEDS_DEVICE, 1,   0,      20,  0,                   1,      0,  0,  -1,              0,   0,   0,       "copies by kind and memsets: calls, bytes, time, GB/s"},
+    {"ranges",      tl_view_ranges,      0,               1,   1,      25,  0,                   1,      0,  8,  TL_CAT_USER,     68,  52,  RANGES,  "user-defined ranges by name: calls, total, self, avg/max/min"},
+    {"memory",      tl_view_memory,      TL_NEEDS_MEMORY, 1,   1,      135, 1 << TL_MEMO_MEMORY, 0,      62, 0,  -1,              0,   0,   0,       "per device: peak, timeline, what the peak holds, per operator, leaks"},
+    {"ops",         tl_view_ops,         0,               1,   0,      137, 0,                   12,     50, 0,  -1,              64,  48,  ROWS,    "PyTorch's key_averages().table(): self/total CPU and CUDA time"},
+    {"gaps",        tl_view_gaps,        TL_NEEDS_DEVICE, 1,   0,      86,  0,                   11,     0,  0,  -1,              0,   0,   0,       "GPU idle time, its causes, kernel launches"},
+    {"findings",    tl_view_findings,    0,               0,   1,      259, 1 << TL_MEMO_MEMORY, 11,     0,  0,  -1,              8,   0,   HOST,    "ranked findings with their evidence (printed last)"},
 };
 /* clang-format on */
 const int tl_nview_defs = (int)(sizeof tl_view_defs / sizeof tl_view_defs[0]);
@@ -404,11 +415,11 @@ static tl_view_opts view_opts(const tl_view_def *d, const tl_report_opts *o)
 /* The views of a report (idx: their tl_view_defs indices, in order), computed by up to 64
  * threads, the costliest first (order: views by tl_view_def.cost, so that the longest view does
  * not start last and bound the report), and written in order. A thread starts the first view in
- * that order whose scratch estimate fits in what the views running hold of the budget (or any
- * view when none runs), so that memory does not grow with the thread count (scratch_budget).
- * For a trace of very many distinct names they are computed in order, at most `lead` views
- * ahead of the one the writer takes, so that it holds that many tables of a row per name, not
- * all of them. */
+ * that order whose scratch estimate fits in what the views running hold of the budget, so that
+ * memory does not grow with the thread count (scratch_budget). A table of a row per distinct
+ * name computed before its turn counts in the budget until it is written (keep). When none
+ * runs, the view the writer waits for starts, fitting or not, and so does any other when
+ * nothing is held and its table holds no row per name. */
 typedef struct ahead {
     const tl_trace *t;
     const tl_report_opts *o;
@@ -416,6 +427,7 @@ typedef struct ahead {
     int order[64];              /* views in the order threads start them */
     int readers[TL_MEMO_COUNT]; /* views not yet computed that read each shared result */
     size_t need[64];            /* view k's scratch estimate, bytes */
+    size_t keep[64];            /* what view k's table holds until written, bytes (<= need) */
     /* A shared result's estimate (bytes), counted in inuse once, from the start of its first
      * reader (which makes it) to its release after the last. */
     size_t memo_need[TL_MEMO_COUNT];
@@ -426,15 +438,12 @@ typedef struct ahead {
     tl_table *res[64];
     tl_error err[64];
     unsigned char started[64], done[64];
-    int taken, lead, stop, nth;
+    int taken, stop, nth;
     double t0; /* when the report began (TALLY_READ_STATS) */
     pthread_t th[64];
     pthread_mutex_t mu;
     pthread_cond_t cv;
 } ahead;
-
-/* More distinct names than this: the views are computed one at a time unless asked otherwise. */
-#define MANY_NAMES_ONE_AT_A_TIME 200000
 
 /* The process's resident or peak resident memory in kB (key "VmRSS:" or "VmHWM:" of
  * /proc/self/status); -1 where it cannot be read. For TALLY_READ_STATS only. */
@@ -563,8 +572,8 @@ static int ahead_pick(const ahead *a, int *left)
         if (a->started[k])
             continue;
         ++*left;
-        if (pick < 0 && k < a->taken + a->lead &&
-            (!a->running || a->inuse + ahead_need(a, k) <= a->budget))
+        if (pick < 0 && ((!a->running && (k == a->taken || (!a->inuse && !a->keep[k]))) ||
+                         a->inuse + ahead_need(a, k) <= a->budget))
             pick = p;
     }
     return pick;
@@ -591,6 +600,9 @@ static void *ahead_main(void *arg)
             a->sched.most_running = a->running;
         if (a->running > 1 && a->inuse > a->sched.most_at_once)
             a->sched.most_at_once = a->inuse;
+        if (a->inuse > a->sched.most_held)
+            a->sched.most_held = a->inuse;
+        a->sched.started[a->sched.nstarted++] = k;
         pthread_mutex_unlock(&a->mu);
         tl_error e = {{0}};
         tl_table *res = ahead_compute(a, k, &e);
@@ -599,12 +611,62 @@ static void *ahead_main(void *arg)
         a->err[k] = e;
         a->done[k] = 1;
         a->running--;
-        a->inuse -= a->need[k];
+        a->inuse -= a->need[k] - a->keep[k]; /* its table's until written */
         ahead_computed(a, k);
         pthread_cond_broadcast(&a->cv);
     }
     pthread_mutex_unlock(&a->mu);
     return NULL;
+}
+
+/* The events of each category (ncat) and, for the categories in cats (bits 1 << tl_cat), their
+ * distinct names (names; a bit a string id and category; the events' count when those bits
+ * cannot be had). */
+static void count_by_cat(const tl_trace *t, unsigned cats, size_t ncat[TL_CAT_COUNT],
+                         size_t names[TL_CAT_COUNT])
+{
+    size_t words = ((size_t)t->strings.count + 64) / 64; /* ids above the table: id 0's bit */
+    uint64_t *seen[TL_CAT_COUNT] = {0};
+    for (int c = 0; c < TL_CAT_COUNT; c++)
+        if (cats >> c & 1)
+            seen[c] = calloc(words, sizeof *seen[c]);
+    for (size_t i = 0; i < t->nev; i++) {
+        const tl_event *e = &t->ev[i];
+        int c = e->cat < TL_CAT_COUNT ? e->cat : 0;
+        ncat[c]++;
+        if (!(cats >> c & 1))
+            continue;
+        uint32_t nm = e->name < t->strings.count ? e->name : 0;
+        if (!seen[c])
+            names[c]++;
+        else if (!(seen[c][nm / 64] >> (nm % 64) & 1)) {
+            seen[c][nm / 64] |= (uint64_t)1 << (nm % 64);
+            names[c]++;
+        }
+    }
+    for (int c = 0; c < TL_CAT_COUNT; c++)
+        free(seen[c]);
+}
+
+/* View d's scratch estimate on t, bytes, and what its table holds until written (*keep), from
+ * the counts of count_by_cat. */
+static size_t estimate(const tl_view_def *d, const tl_trace *t, const size_t ncat[TL_CAT_COUNT],
+                       const size_t names[TL_CAT_COUNT], size_t *keep)
+{
+    size_t nnames = 0;
+    for (int c = 0; c < TL_CAT_COUNT; c++)
+        nnames += (d->name_cats >> c & 1) ? names[c] : 0;
+    *keep = (size_t)d->keep_name * nnames;
+    return (size_t)d->scratch * t->nev + (size_t)d->scratch_mem * t->nmem +
+           (d->own_cat >= 0 ? (size_t)d->scratch_own * ncat[d->own_cat] : 0) +
+           (size_t)d->scratch_name * nnames;
+}
+
+size_t tl_view_estimate(const tl_view_def *d, const tl_trace *t, size_t *keep)
+{
+    size_t ncat[TL_CAT_COUNT] = {0}, names[TL_CAT_COUNT] = {0};
+    count_by_cat(t, (unsigned)d->name_cats, ncat, names);
+    return estimate(d, t, ncat, names, keep);
 }
 
 /* Start computing the n views of a->idx (one thread, or none, computes them in turn when
@@ -629,33 +691,27 @@ static void ahead_start(ahead *a, const tl_trace *t, const tl_report_opts *o, in
     for (int k = 0; k < n; k++)
         for (int key = 0; key < TL_MEMO_COUNT; key++)
             a->readers[key] += tl_view_defs[a->idx[k]].memos >> key & 1;
-    /* By default, not for a trace of very many distinct names: its big views (a row per name)
-     * would be held at once (1 M names: peak 252 -> 395 MB with 2 threads, for 4 % less time) */
-    int many = t->strings.count > MANY_NAMES_ONE_AT_A_TIME;
-    int threads = o->threads > 0 ? o->threads : many ? 1 : tl_default_threads();
+    int threads = o->threads > 0 ? o->threads : tl_default_threads();
     if (threads > n)
         threads = n;
     int stats = getenv("TALLY_READ_STATS") != NULL;
     /* The views' estimates, read only by the threads' choice and TALLY_READ_STATS (a pass over
-     * the events by category when a view's estimate asks) */
-    size_t ncat[TL_CAT_COUNT] = {0};
-    for (int k = 0; (threads > 1 || stats) && k < n; k++)
-        if (tl_view_defs[a->idx[k]].own_cat >= 0) {
-            for (size_t i = 0; i < t->nev; i++)
-                ncat[t->ev[i].cat < TL_CAT_COUNT ? t->ev[i].cat : 0]++;
-            break;
-        }
-    for (int k = 0; k < n; k++) {
-        const tl_view_def *d = &tl_view_defs[a->idx[k]];
-        a->need[k] = (size_t)d->scratch * t->nev + (size_t)d->scratch_mem * t->nmem +
-                     (d->own_cat >= 0 ? (size_t)d->scratch_own * ncat[d->own_cat] : 0);
+     * the events by category and their distinct names when a view's estimate asks) */
+    size_t ncat[TL_CAT_COUNT] = {0}, names[TL_CAT_COUNT] = {0};
+    unsigned cats = 0;
+    int by_cat = 0;
+    for (int k = 0; (threads > 1 || stats) && k < n; k++) {
+        by_cat |= tl_view_defs[a->idx[k]].own_cat >= 0;
+        cats |= (unsigned)tl_view_defs[a->idx[k]].name_cats;
     }
+    if (by_cat || cats)
+        count_by_cat(t, cats, ncat, names);
+    for (int k = 0; k < n; k++)
+        a->need[k] = estimate(&tl_view_defs[a->idx[k]], t, ncat, names, &a->keep[k]);
     a->memo_need[TL_MEMO_MEMORY] = MEMORY_REPLAY_KEPT * t->nmem;
-    a->lead = many ? threads : n;
-    for (int k = 0; k < n; k++) { /* by cost, stable; in order for many names */
+    for (int k = 0; k < n; k++) { /* by cost, stable */
         int j = k;
-        while (!many && j > 0 &&
-               tl_view_defs[a->idx[a->order[j - 1]]].cost < tl_view_defs[a->idx[k]].cost) {
+        while (j > 0 && tl_view_defs[a->idx[a->order[j - 1]]].cost < tl_view_defs[a->idx[k]].cost) {
             a->order[j] = a->order[j - 1];
             j--;
         }
@@ -691,6 +747,18 @@ static tl_table *ahead_take(ahead *a, int k, tl_error *err)
     pthread_cond_broadcast(&a->cv);
     pthread_mutex_unlock(&a->mu);
     return res;
+}
+
+/* View k's table is written and freed: what it held leaves the budget. */
+static void ahead_written(ahead *a, int k)
+{
+    if (!a->nth)
+        return;
+    pthread_mutex_lock(&a->mu);
+    a->inuse -= a->keep[k];
+    a->keep[k] = 0;
+    pthread_cond_broadcast(&a->cv);
+    pthread_mutex_unlock(&a->mu);
 }
 
 /* Stop the threads and free what was computed but not taken. */
@@ -780,6 +848,8 @@ int tl_report_write(FILE *f, const tl_trace *t, const tl_report_opts *o, tl_erro
         held[i] = res;
         if (!sort_given || sort_accepted)
             report_flush(&ro, f, t, o, held);
+        if (!sort_given)
+            ahead_written(&a, k - 1);
     }
     if (sort_given && !sort_accepted) {
         if (!sortable_selected)

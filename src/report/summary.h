@@ -29,6 +29,12 @@ typedef struct tl_view_def {
                          report's threads start no more views at once than their sum fits in
                          its scratch budget */
     int scratch_mem, scratch_own, own_cat;
+    /* A view with a row per distinct name (ranges, operator, kernel, ops): bytes a distinct
+     * name of its categories (name_cats: bits 1 << tl_cat) while it computes (scratch_name, in
+     * its scratch estimate) and held by its table from then until the report writes it
+     * (keep_name); measured alone on traces of a million distinct names
+     * (bench/gen_many_names.py) */
+    int scratch_name, keep_name, name_cats;
     const char *help; /* one line for --help */
 } tl_view_def;
 
@@ -37,6 +43,10 @@ extern const int tl_nview_defs;
 
 /* The view named name (case-insensitive), or NULL. */
 const tl_view_def *tl_view_lookup(const char *name);
+
+/* View d's scratch estimate on trace t, bytes (what a report's threads hold it to), and what
+ * its table holds from then until the report writes it (*keep: its rows per distinct name). */
+size_t tl_view_estimate(const tl_view_def *d, const tl_trace *t, size_t *keep);
 
 /* Non-zero when the trace has kernels, copies or memsets. */
 int tl_trace_has_device(const tl_trace *t);
@@ -50,9 +60,9 @@ typedef struct tl_report_opts {
     int header;  /* text: a first line naming the trace (path, source, counts) */
     int wide;    /* text: print names whole (tl_out.wide) */
     int threads; /* views computed ahead of the one being written, each in a thread of its own:
-                    0 = TALLY_THREADS, else the cores (tl_default_threads), but one at a time
-                    for a trace of over 200 000 distinct names; 1 = one at a time. The output
-                    is the same for any count; the scratch the views hold at once keeps within
+                    0 = TALLY_THREADS, else the cores (tl_default_threads); 1 = one at a time.
+                    The output is the same for any count; the scratch the views hold at once,
+                    and the tables of a row per name computed before their turn, keep within
                     scratch_budget. */
     /* The scratch the views computed at once may hold between them, bytes, by the views'
      * estimates (tl_view_def.scratch): 0 = two thirds of the loaded trace's arrays; a view
@@ -67,7 +77,12 @@ typedef struct tl_report_sched {
     int most_running;    /* the most views computed at once */
     size_t budget;       /* the scratch budget used, bytes */
     size_t most_at_once; /* the largest scratch estimate held while two or more views ran
-                            (the shared results included): never above budget */
+                            (the shared results and the tables waiting for their turn
+                            included): never above budget */
+    size_t most_held;    /* the same at any time, a view running alone included (threads) */
+    int started[64];     /* the views in the order threads started them (0 = the first view
+                            the report writes), nstarted of them */
+    int nstarted;
 } tl_report_sched;
 
 /* Check the view list: 0, or -1 with "unknown view 'x'; expected one of: ..." in err. */

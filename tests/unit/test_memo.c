@@ -285,11 +285,111 @@ TEST(report_keeps_the_views_at_once_within_the_scratch_budget)
     tl_trace_free(&t);
 }
 
+/* A trace of n ranges, n operators and n kernels (each on its own track), every event with its
+ * own name when distinct, else one name a category; the ranges and the operators share their
+ * names ("a0", "a1", ...: distinct names count per category). */
+static void names_trace(tl_trace *t, int n, int distinct)
+{
+    char *json = NULL;
+    size_t jlen = 0;
+    FILE *g = open_memstream(&json, &jlen);
+    fputs("{\"traceEvents\":[", g);
+    for (int i = 0; i < n; i++) {
+        int id = distinct ? i : 0;
+        fprintf(g,
+                "%s{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"a%d\",\"pid\":1,"
+                "\"tid\":1,\"ts\":%d,\"dur\":5}"
+                ",{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"a%d\",\"pid\":1,\"tid\":2,"
+                "\"ts\":%d,\"dur\":5}"
+                ",{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k%d\",\"pid\":0,\"tid\":7,"
+                "\"ts\":%d,\"dur\":5,\"args\":{\"device\":0,\"stream\":7}}",
+                i ? "," : "", id, i * 10, id, i * 10, id, i * 10);
+    }
+    fputs("]}", g);
+    fclose(g);
+    tl_trace_init(t);
+    tl_error err = {{0}};
+    CHECK_EQ_INT(tl_read_json_mem(t, json, jlen, "names.json", &err), 0);
+    free(json);
+}
+
+/* The views with a row per distinct name (ranges, operator, kernel, ops; findings a little)
+ * estimate their scratch and their tables by the distinct names of their own categories. */
+TEST(estimates_count_each_views_distinct_names)
+{
+    enum { N = 3000 };
+    tl_trace many, one;
+    names_trace(&many, N, 1);
+    names_trace(&one, N, 0);
+    CHECK_EQ_INT(many.nev, 3 * N);
+    CHECK_EQ_INT(one.nev, 3 * N);
+    static const struct {
+        const char *view;
+        int ncats; /* of user ranges, operators and kernels, the categories it counts */
+    } want[] = {{"ranges", 1},   {"operator", 1}, {"kernel", 1}, {"ops", 3},
+                {"findings", 2}, {"overview", 0}, {"gaps", 0}};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        const tl_view_def *d = tl_view_lookup(want[i].view);
+        CHECK(d != NULL);
+        if (!d)
+            continue;
+        size_t keep_many = 1, keep_one = 1;
+        size_t need_many = tl_view_estimate(d, &many, &keep_many);
+        size_t need_one = tl_view_estimate(d, &one, &keep_one);
+        /* one name a category: ncats names; a name an event: ncats * N */
+        CHECK_EQ_INT((long long)(need_many - need_one),
+                     (long long)d->scratch_name * want[i].ncats * (N - 1));
+        CHECK_EQ_INT((long long)keep_many, (long long)d->keep_name * want[i].ncats * N);
+        CHECK_EQ_INT((long long)keep_one, (long long)d->keep_name * want[i].ncats);
+        CHECK(want[i].ncats == 0 || d->scratch_name >= d->keep_name);
+    }
+    tl_trace_free(&many);
+    tl_trace_free(&one);
+}
+
+/* A table of a row per name computed before its turn counts against the budget until written:
+ * with a budget none of the views with a row per name fits in, they are computed one at a
+ * time in the order they are written: at most one computing while the table before it is
+ * written (the one-thread report holds one or the other). The report is the same. */
+TEST(report_holds_one_table_of_names_at_a_time)
+{
+    tl_trace t;
+    names_trace(&t, 20000, 1);
+    static const char views[] = "operator,kernel,ranges,ops";
+    const char *names[] = {"operator", "kernel", "ranges", "ops"};
+    size_t least = SIZE_MAX, most = 0, kept = 0;
+    for (int i = 0; i < 4; i++) {
+        size_t keep, need = tl_view_estimate(tl_view_lookup(names[i]), &t, &keep);
+        least = need < least ? need : least;
+        most = need > most ? need : most;
+        kept = keep > kept ? keep : kept;
+    }
+    char *one = report(&t, 1, views);
+    tl_report_sched s;
+    memset(&s, 0, sizeof s);
+    char *four = report_sched(&t, 4, views, least - 1, &s);
+    CHECK(one && four && strcmp(one, four) == 0);
+    CHECK_EQ_INT(s.threads, 4);
+    CHECK_EQ_INT(s.most_running, 1);
+    CHECK_EQ_INT((long long)s.most_at_once, 0);
+    /* each alone, with at most the table before it, being written */
+    CHECK(s.most_held >= most && s.most_held <= most + kept);
+    /* in the order they are written, not the costliest first (ops) */
+    CHECK_EQ_INT(s.nstarted, 4);
+    for (int i = 0; i < 4 && i < s.nstarted; i++)
+        CHECK_EQ_INT(s.started[i], i);
+    free(four);
+    free(one);
+    tl_trace_free(&t);
+}
+
 int main(void)
 {
     RUN(made_once_for_threads_asking_at_once);
     RUN(a_failed_make_is_tried_again);
     RUN(report_shares_the_memory_replay_and_releases_it);
     RUN(report_keeps_the_views_at_once_within_the_scratch_budget);
+    RUN(estimates_count_each_views_distinct_names);
+    RUN(report_holds_one_table_of_names_at_a_time);
     return test_summary();
 }

@@ -4,10 +4,21 @@
  * hand (µs).
  */
 #include "analysis/views.h"
+#include "render_fixture.h"
 #include "test_view_gpu_fixture.h"
 #include "testlib.h"
 
 #include <stdlib.h>
+
+/* The kernel and operator tests run twice: the table held as cells, and made as it is read
+ * (the report's). */
+static int made_rows;
+static const tl_view_opts *plain(void)
+{
+    static tl_view_opts o;
+    o = (tl_view_opts){.made_rows = made_rows};
+    return &o;
+}
 
 TEST(device_busy_and_utilization)
 {
@@ -70,10 +81,11 @@ TEST(kernel_per_name)
     tl_trace t;
     fx_gpu_trace(&t);
     tl_error err;
-    tl_table *tab = tl_view_kernel(&t, NULL, &err);
+    tl_table *tab = tl_view_kernel(&t, plain(), &err);
     CHECK(tab != NULL);
     if (!tab)
         return;
+    CHECK(!tab->rows == !made_rows);
     CHECK_EQ_INT(tab->nrows, 5);
     /* sorted by total: gemm 300, late 100, relu_k 90, bias 30, orphan 20 */
     CHECK(fx_row(tab, "gemm", 0) == 0 && fx_row(tab, "late", 0) == 1 &&
@@ -94,7 +106,7 @@ TEST(kernel_per_name)
     CHECK_NEAR(sum, 100.0, 1e-9);
     tl_table_free(tab);
 
-    tl_view_opts o = {0};
+    tl_view_opts o = *plain();
     o.per_stream = 1;
     o.sort = "calls";
     o.top = 4; /* gemm (2 calls), then bias, relu_k@s7, relu_k@s8 in first-seen order */
@@ -147,10 +159,11 @@ TEST(operator_cpu_and_gpu)
     tl_trace t;
     fx_gpu_trace(&t);
     tl_error err;
-    tl_table *tab = tl_view_operator(&t, NULL, &err);
+    tl_table *tab = tl_view_operator(&t, plain(), &err);
     CHECK(tab != NULL);
     if (!tab)
         return;
+    CHECK(!tab->rows == !made_rows);
     CHECK_EQ_INT(tab->nrows, 3);
     int l = fx_row(tab, "aten::linear", 0), a = fx_row(tab, "aten::addmm", 0),
         r = fx_row(tab, "aten::relu", 0);
@@ -234,14 +247,68 @@ TEST(operator_counts_each_kernel_once)
     tl_trace_free(&t);
 }
 
+/* The report's tables (made rows) write what the held ones write, sorted by every key, cut or
+ * not; the operator view also on a trace without device work (no GPU columns). */
+TEST(operator_and_kernel_made_rows_write_the_same)
+{
+    static const char *const op_keys[] = {
+        NULL,        "name",    "calls",   "self",         "cpu_max",       "cpu_min",
+        "gpu_total", "gpu_avg", "gpu_min", "device_total", "gpu_ratio_pct", "cpu_ratio_pct"};
+    static const char *const k_keys[] = {NULL, "name", "calls", "avg", "max", "min", "ratio"};
+    static const char cpu_only[] =
+        "{\"traceEvents\":["
+        "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"b\",\"pid\":1,\"tid\":1,\"ts\":0,\"dur\":50},"
+        "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"a\",\"pid\":1,\"tid\":1,\"ts\":5,\"dur\":20},"
+        "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"c\",\"pid\":1,\"tid\":2,\"ts\":1,\"dur\":50},"
+        "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"a\",\"pid\":1,\"tid\":2,\"ts\":60,\"dur\":7}]"
+        "}";
+    tl_trace gpu, cpu;
+    fx_gpu_trace(&gpu);
+    tl_trace_init(&cpu);
+    tl_error err = {{0}};
+    CHECK_EQ_INT(tl_read_json_mem(&cpu, cpu_only, strlen(cpu_only), "cpu.json", &err), 0);
+    for (int asc = 0; asc < 2; asc++) {
+        for (size_t k = 0; k < sizeof op_keys / sizeof *op_keys; k++)
+            for (int w = 0; w < 2; w++) {
+                tl_trace *t = w ? &cpu : &gpu;
+                tl_view_opts a = {.sort = op_keys[k], .ascending = asc, .top = asc ? 2 : 0};
+                tl_view_opts b = a;
+                b.made_rows = 1;
+                tl_table *x = tl_view_operator(t, &a, &err), *y = tl_view_operator(t, &b, &err);
+                /* the CPU-only trace has no GPU columns to sort by */
+                CHECK(!x == !y);
+                CHECK(!x || (y && !x->rows && y->rows && fx_same_writes(x, y)));
+                tl_table_free(x);
+                tl_table_free(y);
+            }
+        for (size_t k = 0; k < sizeof k_keys / sizeof *k_keys; k++)
+            for (int ps = 0; ps < 2; ps++) {
+                tl_view_opts a = {
+                    .sort = k_keys[k], .ascending = asc, .top = asc ? 3 : 0, .per_stream = ps};
+                tl_view_opts b = a;
+                b.made_rows = 1;
+                tl_table *x = tl_view_kernel(&gpu, &a, &err), *y = tl_view_kernel(&gpu, &b, &err);
+                CHECK(x && y && !x->rows && y->rows);
+                CHECK(!x || !y || fx_same_writes(x, y));
+                tl_table_free(x);
+                tl_table_free(y);
+            }
+    }
+    tl_trace_free(&gpu);
+    tl_trace_free(&cpu);
+}
+
 int main(void)
 {
     RUN(device_busy_and_utilization);
     RUN(device_without_device_events);
-    RUN(kernel_per_name);
+    for (made_rows = 0; made_rows < 2; made_rows++) {
+        RUN(kernel_per_name);
+        RUN(operator_cpu_and_gpu);
+    }
     RUN(memcpy_by_kind);
-    RUN(operator_cpu_and_gpu);
     RUN(operator_expand);
     RUN(operator_counts_each_kernel_once);
+    RUN(operator_and_kernel_made_rows_write_the_same);
     return test_summary();
 }
