@@ -120,6 +120,92 @@ static size_t disp_prefix(const char *s, int n)
     return i;
 }
 
+/* ---- numbers without printf ----------------------------------------------------------------
+ * A table of a million rows formats several million numbers; printf's "%.3f" of a double took
+ * most of the time. These write the same characters from integers, and say when they cannot
+ * be sure of that (a tie at the rounded digit, where printf rounds the double's binary value, a
+ * negative or very large number): the caller then uses printf. */
+
+/* Below this, a time's double (ns / 1e3, then / 1e3 or / 1e6) is within 2.5e-7 of a unit (ms:
+ * 1e-6 ms from the nearest tie; s: 1e-9 of 1e6 s; us: exact to 1e-3), so rounding it and
+ * rounding the integer agree. */
+#define EXACT_NS ((int64_t)1 << 50)
+
+/* The decimal digits of v at p; returns the end. */
+static char *put_digits(char *p, uint64_t v)
+{
+    char tmp[20];
+    int k = 0;
+    do {
+        tmp[k++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    while (k)
+        *p++ = tmp[--k];
+    return p;
+}
+
+/* q / 10^dec with dec (1 to 6) decimals, then suffix, into buf[n] (cut as snprintf cuts). */
+static void put_fixed(char *buf, size_t n, uint64_t q, int dec, const char *suffix)
+{
+    char tmp[48], *p = tmp;
+    uint64_t pow = 1;
+    for (int i = 0; i < dec; i++)
+        pow *= 10;
+    p = put_digits(p, q / pow);
+    *p++ = '.';
+    for (uint64_t d = pow / 10, f = q % pow; d; d /= 10)
+        *p++ = (char)('0' + f / d % 10);
+    size_t sl = strlen(suffix);
+    memcpy(p, suffix, sl);
+    p += sl;
+    size_t len = (size_t)(p - tmp);
+    if (len >= n)
+        len = n - 1;
+    memcpy(buf, tmp, len);
+    buf[len] = '\0';
+}
+
+/* tl_fmt_time's text from integers; -1 when printf must decide (above). */
+static int fmt_time_int(char *buf, size_t n, int64_t ns, tl_unit unit)
+{
+    if (ns < 0 || ns >= EXACT_NS)
+        return -1;
+    if (unit == TL_UNIT_AUTO)
+        unit = ns >= 1000000000 ? TL_UNIT_S : ns >= 1000000 ? TL_UNIT_MS : TL_UNIT_US;
+    uint64_t step = unit == TL_UNIT_S ? 1000000 : unit == TL_UNIT_MS ? 1000 : 1;
+    if (unit == TL_UNIT_NS) {
+        char tmp[24], *p = put_digits(tmp, (uint64_t)ns);
+        *p = '\0';
+        snprintf(buf, n, "%sns", tmp);
+        return 0;
+    }
+    uint64_t q = (uint64_t)ns / step, r = (uint64_t)ns % step;
+    if (step > 1 && 2 * r == step)
+        return -1;
+    q += step > 1 && 2 * r > step;
+    put_fixed(buf, n, q, 3, unit == TL_UNIT_S ? "s" : unit == TL_UNIT_MS ? "ms" : "us");
+    return 0;
+}
+
+/* "%.{dec}f" of d (dec 1 to 6), then suffix, from integers; -1 when printf must decide. Below
+ * 1e9, d * 10^dec is within 1.1e-7 of its exact value, so only a value within 1e-6 of a tie at
+ * the next decimal is left to printf (and -0, negatives, NaN, large values). */
+static int fmt_fixed_int(char *buf, size_t n, double d, int dec, const char *suffix)
+{
+    static const double pow10[] = {1, 10, 100, 1e3, 1e4, 1e5, 1e6};
+    if (!(d >= 0) || signbit(d) || dec < 1 || dec > 6)
+        return -1;
+    double y = d * pow10[dec];
+    if (!(y < 1e9))
+        return -1;
+    double whole = floor(y), frac = y - whole;
+    if (fabs(frac - 0.5) < 1e-6)
+        return -1;
+    put_fixed(buf, n, (uint64_t)whole + (frac > 0.5), dec, suffix);
+    return 0;
+}
+
 /* Print a double as a plain number without useless trailing zeros ("12.5", "3", "0.001"). */
 static void fmt_plain(char *buf, size_t n, double v, int decimals)
 {
@@ -127,7 +213,8 @@ static void fmt_plain(char *buf, size_t n, double v, int decimals)
         snprintf(buf, n, "null");
         return;
     }
-    snprintf(buf, n, "%.*f", decimals, v);
+    if (fmt_fixed_int(buf, n, v, decimals, "") != 0)
+        snprintf(buf, n, "%.*f", decimals, v);
     if (strchr(buf, '.')) {
         char *e = buf + strlen(buf) - 1;
         while (*e == '0')
@@ -666,6 +753,8 @@ void tl_fmt_time(char *buf, size_t n, int64_t ns, tl_unit unit)
 {
     if (!buf || n == 0)
         return;
+    if (fmt_time_int(buf, n, ns, unit) == 0)
+        return;
     double us = (double)ns / 1e3;
     if (unit == TL_UNIT_AUTO) {
         double a = fabs(us);
@@ -721,6 +810,8 @@ static void fmt_text_cell(char *buf, size_t n, const tl_cell *c, tl_coltype ty, 
         tl_fmt_time(buf, n, c->i, unit);
         break;
     case TL_COL_PCT:
+        if (fmt_fixed_int(buf, n, c->d, 2, "%") == 0)
+            break;
         if (isfinite(c->d))
             snprintf(buf, n, "%.2f%%", c->d);
         else
@@ -756,7 +847,12 @@ static void fmt_number_cell(char *buf, size_t n, const tl_cell *c, tl_coltype ty
         /* Exact: ns / 1000 has at most three decimals. */
         if (c->i % 1000 == 0)
             snprintf(buf, n, "%lld", (long long)(c->i / 1000));
-        else
+        else if (c->i > 0 && c->i < EXACT_NS) { /* "%.3f" without its trailing zeros */
+            put_fixed(buf, n, (uint64_t)c->i, 3, "");
+            char *e = buf + strlen(buf) - 1;
+            while (*e == '0')
+                *e-- = '\0';
+        } else
             fmt_plain(buf, n, (double)c->i / 1e3, 3);
         break;
     case TL_COL_PCT:

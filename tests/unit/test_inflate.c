@@ -20,15 +20,6 @@
 #include "trace/model.h"
 #include "trace/now.h"
 
-static uint64_t rng = 88172645463325252ull;
-static uint64_t next_rand(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
-
 /* n bytes: random (deflate stores them) or JSON-like lines (long matches, ~10x smaller). */
 static unsigned char *make_data(size_t n, int text)
 {
@@ -36,16 +27,16 @@ static unsigned char *make_data(size_t n, int text)
     size_t i = 0;
     while (i < n) {
         if (!text) {
-            d[i++] = (unsigned char)next_rand();
+            d[i++] = (unsigned char)test_rand();
             continue;
         }
         char line[160];
         int k = snprintf(line, sizeof line,
                          "{\"ph\": \"X\", \"name\": \"op%u\", \"pid\": 1, \"tid\": %u, \"ts\": "
                          "%u.%03u, \"dur\": %u},\n",
-                         (unsigned)(next_rand() % 50), (unsigned)(next_rand() % 4),
-                         (unsigned)(next_rand() % 100000000), (unsigned)(next_rand() % 1000),
-                         (unsigned)(next_rand() % 900));
+                         (unsigned)(test_rand() % 50), (unsigned)(test_rand() % 4),
+                         (unsigned)(test_rand() % 100000000), (unsigned)(test_rand() % 1000),
+                         (unsigned)(test_rand() % 900));
         for (int j = 0; j < k && i < n; j++)
             d[i++] = (unsigned char)line[j];
     }
@@ -277,9 +268,9 @@ TEST(corrupt_input_is_an_error_with_offsets)
     int errors = 0;
     for (int k = 0; k < 20; k++) {
         memcpy(bad, gz, ngz);
-        size_t at = 10 + (size_t)(next_rand() % (ngz / 4));
+        size_t at = 10 + (size_t)(test_rand() % (ngz / 4));
         for (int j = 0; j < 16; j++)
-            bad[at + (size_t)j] = (unsigned char)next_rand();
+            bad[at + (size_t)j] = (unsigned char)test_rand();
         int fd = temp_file(bad, ngz);
         unsigned char *got = NULL;
         tl_error err = {{0}};
@@ -434,7 +425,7 @@ TEST(json_reader_reports_damage_not_the_garbage_it_inflates_to)
         if (k) /* k == 0: undamaged; else damage past the header (its time and OS bytes are
                   no one's check) */
             for (int j = 0; j < 4; j++)
-                bad[16 + next_rand() % (ngz - 16)] ^= (unsigned char)(1 + next_rand() % 255);
+                bad[16 + test_rand() % (ngz - 16)] ^= (unsigned char)(1 + test_rand() % 255);
         FILE *f = fopen(path, "wb");
         fwrite(bad, 1, ngz, f);
         fclose(f);

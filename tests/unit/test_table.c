@@ -497,6 +497,170 @@ TEST(made_rows_render_sort_and_cut_as_held_rows)
     CHECK_EQ_INT(made_freed, 2);
 }
 
+/* ---- numbers written without printf --------------------------------------------------------
+ * The renderer writes times, percents and csv times from integers; printf, as the renderer
+ * used it before, is the reference: the same characters for every value tried. */
+
+static void ref_time(char *buf, size_t n, int64_t ns, tl_unit unit)
+{
+    double us = (double)ns / 1e3;
+    if (unit == TL_UNIT_AUTO) {
+        double a = fabs(us);
+        unit = a >= 1e6 ? TL_UNIT_S : a >= 1e3 ? TL_UNIT_MS : TL_UNIT_US;
+    }
+    if (unit == TL_UNIT_NS)
+        snprintf(buf, n, "%lldns", (long long)ns);
+    else if (unit == TL_UNIT_S)
+        snprintf(buf, n, "%.3fs", us / 1e6);
+    else if (unit == TL_UNIT_MS)
+        snprintf(buf, n, "%.3fms", us / 1e3);
+    else
+        snprintf(buf, n, "%.3fus", us);
+}
+
+/* "%.{dec}f" of v without its trailing zeros (and "-0" as "0"): the csv renderer's numbers as
+ * printf writes them */
+static void ref_plain(char *buf, size_t n, double v, int dec)
+{
+    snprintf(buf, n, "%.*f", dec, v);
+    if (strchr(buf, '.')) {
+        char *e = buf + strlen(buf) - 1;
+        while (*e == '0')
+            *e-- = '\0';
+        if (*e == '.')
+            *e = '\0';
+    }
+    if (strcmp(buf, "-0") == 0)
+        strcpy(buf, "0");
+}
+
+/* A time to try: random at every magnitude, and near the places where rounding or the unit
+ * changes (ties at the rounded digit, 999.9995 ms, the unit thresholds, the exact limit). */
+static int64_t some_ns(int i)
+{
+    static const int64_t edges[] = {0,
+                                    1,
+                                    499,
+                                    500,
+                                    999,
+                                    1000,
+                                    999999,
+                                    1000000,
+                                    1000500,
+                                    1001499,
+                                    1001500,
+                                    1001501,
+                                    999999499,
+                                    999999500,
+                                    999999501,
+                                    999999999,
+                                    1000000000,
+                                    1000500000,
+                                    1999999999,
+                                    ((int64_t)1 << 50) - 1,
+                                    (int64_t)1 << 50,
+                                    INT64_MAX,
+                                    -1,
+                                    -1500,
+                                    -1000500,
+                                    INT64_MIN};
+    int ne = (int)(sizeof edges / sizeof *edges);
+    if (i < ne)
+        return edges[i];
+    int64_t v = (int64_t)(test_rand() >> (test_rand() % 64));
+    switch (i % 4) {
+    case 0: /* a tie or one off it, at the ms or s digit */
+        v = v / 1000 * 1000 + 500 + (int64_t)(test_rand() % 3) - 1;
+        break;
+    case 1:
+        v = v / 1000000 * 1000000 + 500000 + (int64_t)(test_rand() % 3) - 1;
+        break;
+    default:
+        break;
+    }
+    return i % 7 == 0 ? -v : v;
+}
+
+TEST(times_and_percents_without_printf_match_printf)
+{
+    static const tl_unit units[] = {TL_UNIT_AUTO, TL_UNIT_NS, TL_UNIT_US, TL_UNIT_MS, TL_UNIT_S};
+    int bad = 0;
+    for (int i = 0; i < 400000; i++) {
+        int64_t ns = some_ns(i);
+        for (size_t u = 0; u < sizeof units / sizeof *units; u++) {
+            char got[64], want[64];
+            tl_fmt_time(got, sizeof got, ns, units[u]);
+            ref_time(want, sizeof want, ns, units[u]);
+            if (strcmp(got, want) != 0 && bad++ < 5)
+                CHECK_STR(got, want);
+        }
+    }
+    CHECK_EQ_INT(bad, 0);
+
+    /* percents and csv times, through the renderer */
+    static const tl_col cols[] = {{"Ratio", "ratio_pct", TL_COL_PCT, 0},
+                                  {"Total", "total_us", TL_COL_TIME, 0}};
+    enum { ROWS = 20000 };
+    tl_table *t = tl_table_new("T", "t", cols, 2);
+    double pct[ROWS];
+    int64_t us[ROWS];
+    for (int r = 0; r < ROWS; r++) {
+        /* ties at the third decimal (x.xx5, as a double a hair off), and any double */
+        double d = r % 3 == 0   ? (double)(test_rand() % 100000000) / 100000.0
+                   : r % 3 == 1 ? (double)(test_rand() % 100000) / 1000.0 + 0.005
+                                : (double)(test_rand() >> 11) / 9007199254740992.0 * 150.0;
+        pct[r] = r == 1 ? 99.995 : r == 2 ? 0.125 : r == 4 ? 1e6 : r == 5 ? -0.004 : d;
+        us[r] = some_ns(r * 7 + 3);
+        int row = tl_table_add_row(t);
+        tl_table_pct(t, row, 0, pct[r]);
+        tl_table_time(t, row, 1, us[r]);
+    }
+    char *text = render(t, TL_FMT_TEXT, TL_UNIT_AUTO), *csv = render(t, TL_FMT_CSV, TL_UNIT_AUTO);
+    CHECK(text && csv);
+    char *tl = text ? strchr(text, '\n') : NULL;     /* past the title */
+    tl = tl ? strchr(tl + 1, '\n') : NULL;           /* past the header */
+    tl = tl ? strchr(tl + 1, '\n') : NULL;           /* past the rule */
+    const char *cl = csv ? strchr(csv, '\n') : NULL; /* past the header */
+    int badp = 0, badc = 0, rows = 0;
+    for (int r = 0; r < ROWS && tl && cl; r++, rows++) {
+        char want[64], got[64];
+        snprintf(want, sizeof want, "%.2f%%", pct[r]);
+        if (sscanf(tl + 1, "%63s", got) != 1 || strcmp(got, want) != 0) {
+            if (badp++ < 5)
+                CHECK_STR(got, want);
+        }
+        /* csv: the percent with four decimals, plain */
+        char pw[64];
+        ref_plain(pw, sizeof pw, pct[r], 4);
+        const char *c0 = strchr(cl + 1, ',');
+        if (!c0 || (size_t)(c0 - cl - 1) != strlen(pw) || strncmp(cl + 1, pw, strlen(pw)) != 0) {
+            if (badc++ < 5)
+                CHECK_STR(cl + 1, pw);
+        }
+        /* csv: the time in us, plain */
+        char cw[64];
+        if (us[r] % 1000 == 0)
+            snprintf(cw, sizeof cw, "%lld", (long long)(us[r] / 1000));
+        else
+            ref_plain(cw, sizeof cw, (double)us[r] / 1e3, 3);
+        const char *comma = strchr(cl + 1, ',');
+        const char *eol = strchr(cl + 1, '\n');
+        if (!comma || !eol || (size_t)(eol - comma - 1) != strlen(cw) ||
+            strncmp(comma + 1, cw, strlen(cw)) != 0) {
+            if (badc++ < 5)
+                CHECK_STR(comma ? comma + 1 : "", cw);
+        }
+        tl = strchr(tl + 1, '\n');
+        cl = eol;
+    }
+    CHECK_EQ_INT(rows, ROWS);
+    CHECK_EQ_INT(badp, 0);
+    CHECK_EQ_INT(badc, 0);
+    free(text);
+    free(csv);
+    tl_table_free(t);
+}
+
 int main(void)
 {
     RUN(time_format_auto_scales_like_pytorch);
@@ -513,5 +677,6 @@ int main(void)
     RUN(empty_column_left_out_of_text_only);
     RUN(chain_is_freed);
     RUN(made_rows_render_sort_and_cut_as_held_rows);
+    RUN(times_and_percents_without_printf_match_printf);
     return test_summary();
 }

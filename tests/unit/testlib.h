@@ -98,4 +98,14 @@ int test_have_shared_traces(void);
 /* Read a whole file (gunzipped when it ends in .gz) into malloc'd memory; NULL on error. */
 char *test_read_file(const char *path, size_t *len);
 
+/* A fixed pseudo-random sequence (xorshift64): the same numbers in every run. */
+static inline uint64_t test_rand(void)
+{
+    static uint64_t state = 88172645463325252ull;
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state;
+}
+
 #endif
