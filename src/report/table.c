@@ -1077,6 +1077,13 @@ static void text_table(tl_out *o, const tl_table *t)
 
 /* ---- csv --------------------------------------------------------------------------------- */
 
+static void put_commas(FILE *f, int n)
+{
+    static const char commas[] = ",,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,";
+    for (; n > 0; n -= (int)sizeof commas - 1)
+        fwrite(commas, 1, n < (int)sizeof commas - 1 ? (size_t)n : sizeof commas - 1, f);
+}
+
 static void csv_str(FILE *f, const char *s)
 {
     if (!s)
@@ -1219,12 +1226,18 @@ static void csv_table(tl_out *o, const tl_table *t)
                 line[map[k++]] = buf;
             }
         }
+        /* the commas before a field (most of the union's columns are another view's: empty)
+         * in one write */
+        int commas = 0;
         for (int k = 0; k < h->nu; k++) {
-            if (k)
-                fputc(',', sp);
-            if (line[k])
+            commas += k > 0;
+            if (line[k]) {
+                put_commas(sp, commas);
+                commas = 0;
                 csv_str(sp, line[k]);
+            }
         }
+        put_commas(sp, commas);
         fputc('\0', sp);
     }
     free(line);
@@ -1327,6 +1340,15 @@ static void json_str(FILE *f, const char *s)
     fputc('"', f);
     const unsigned char *p = (const unsigned char *)(s ? s : "");
     while (*p) {
+        /* a run of plain characters in one write */
+        const unsigned char *q = p;
+        while (*q >= 0x20 && *q < 0x7f && *q != '"' && *q != '\\')
+            q++;
+        if (q > p) {
+            fwrite(p, 1, (size_t)(q - p), f);
+            p = q;
+            continue;
+        }
         unsigned char c = *p;
         if (c == '"' || c == '\\') {
             fputc('\\', f);

@@ -253,14 +253,15 @@ TEST(json_is_valid_and_numeric)
     static const tl_col cols[] = {{"Name", "name", TL_COL_STR, 1}};
     t = tl_table_new("Bad", "bad", cols, 1);
     int r = tl_table_add_row(t);
-    tl_table_str(t, r, 0, "a\xff\x01z\xc3\xa9");
+    tl_table_str(t, r, 0, "a\xff\x01z\xc3\xa9 \"q\" b\\s\nn\tt\x7f end");
     f = open_memstream(&buf, &len);
     tl_out_begin(&o, f, TL_FMT_JSON, TL_UNIT_AUTO);
     tl_out_table(&o, t);
     tl_out_end(&o);
     fclose(f);
     CHECK(json_valid(buf));
-    CHECK(strstr(buf, "\xc3\xa9") != NULL);
+    /* every byte: plain runs as they are, escapes, invalid UTF-8 replaced, valid kept */
+    CHECK(strstr(buf, "\"a\\ufffd\\u0001z\xc3\xa9 \\\"q\\\" b\\\\s\\nn\\tt\\u007f end\"") != NULL);
     free(buf);
     tl_table_free(t);
 
