@@ -22,11 +22,15 @@
 #include <string.h>
 #include <strings.h>
 
-/* The categories whose distinct names a view makes rows of (tl_view_def.name_cats) */
+/* The categories whose events or distinct names a view's estimate counts (tl_view_def.own_cats,
+ * name_cats) */
 #define RANGES  (1 << TL_CAT_USER)
 #define OPS     (1 << TL_CAT_OPERATOR)
 #define KERNELS (1 << TL_CAT_KERNEL)
 #define HOST    (RANGES | OPS)
+/* device work: what the device views build their intervals of */
+#define DEVICE                                                                                     \
+    ((1 << TL_CAT_KERNEL) | (1 << TL_CAT_MEMCPY) | (1 << TL_CAT_MEMSET) | (1 << TL_CAT_GPU_USER))
 /* the ops view: every event torch turns into a row (view_ops.c) */
 #define ROWS                                                                                       \
     ((1 << TL_CAT_COUNT) - 1 -                                                                     \
@@ -35,22 +39,22 @@
 
 /* clang-format off */
 const tl_view_def tl_view_defs[] = {
-    /* name         function             needs            sort summary cost memos                scratch mem own own_cat          name keep cats     help */
-    {"device",      tl_view_device,      TL_NEEDS_DEVICE, 0,   1,      31,  0,                   7,      0,  0,  -1,              0,   0,   0,       "per device and stream: busy time (kernels, copies), utilization"},
-    {"overview",    tl_view_overview,    0,               0,   1,      58,  0,                   1,      0,  24, TL_CAT_OPERATOR, 0,   0,   0,       "time per event type (interval union), ratio to the step time"},
-    {"model",       tl_view_model,       0,               0,   1,      41,  0,                   7,      0,  0,  -1,              0,   0,   0,       "per step: Dataloader, Forward, Backward, Optimization, Other"},
-    {"perf",        tl_view_perf,        0,               0,   1,      9,   0,                   0,      0,  0,  -1,              0,   0,   0,       "step time, reader cost, throughput: avg/max/min"},
-    {"breakdown",   tl_view_breakdown,   0,               0,   0,      93,  0,                   12,     0,  0,  -1,              0,   0,   0,       "per step: Kernel, Memcpy, Memset, Runtime, DataLoader, CPU Exec, Other (TensorBoard)"},
-    {"gpu",         tl_view_gpu,         TL_NEEDS_DEVICE, 0,   0,      28,  0,                   8,      0,  0,  -1,              0,   0,   0,       "per device over all streams: computation, communication, memcpy, exposed, idle"},
-    {"distributed", tl_view_distributed, TL_NEEDS_DEVICE, 0,   0,      31,  0,                   4,      0,  0,  -1,              0,   0,   0,       "communication vs computation and their overlap"},
-    {"operator",    tl_view_operator,    0,               1,   0,      62,  0,                   1,      0,  24, TL_CAT_OPERATOR, 108, 84,  OPS,     "host operators: calls, CPU total/self, GPU time of their kernels"},
-    {"kernel",      tl_view_kernel,      TL_NEEDS_DEVICE, 1,   1,      32,  0,                   1,      0,  0,  -1,              68,  44,  KERNELS, "kernels by name: calls, total/avg/max/min, share of GPU time"},
-    {"memcpy",      tl_view_memcpy,      TL_NEEDS_DEVICE, 1,   0,      20,  0,                   1,      0,  0,  -1,              0,   0,   0,       "copies by kind and memsets: calls, bytes, time, GB/s"},
-    {"ranges",      tl_view_ranges,      0,               1,   1,      25,  0,                   1,      0,  8,  TL_CAT_USER,     68,  52,  RANGES,  "user-defined ranges by name: calls, total, self, avg/max/min"},
-    {"memory",      tl_view_memory,      TL_NEEDS_MEMORY, 1,   1,      135, 1 << TL_MEMO_MEMORY, 0,      62, 0,  -1,              0,   0,   0,       "per device: peak, timeline, what the peak holds, per operator, leaks"},
-    {"ops",         tl_view_ops,         0,               1,   0,      137, 0,                   12,     50, 0,  -1,              64,  48,  ROWS,    "PyTorch's key_averages().table(): self/total CPU and CUDA time"},
-    {"gaps",        tl_view_gaps,        TL_NEEDS_DEVICE, 1,   0,      86,  0,                   11,     0,  0,  -1,              0,   0,   0,       "GPU idle time, its causes, kernel launches"},
-    {"findings",    tl_view_findings,    0,               0,   1,      259, 1 << TL_MEMO_MEMORY, 11,     0,  0,  -1,              8,   0,   HOST,    "ranked findings with their evidence (printed last)"},
+    /* name         function             needs            sort summary cost memos                scratch mem own own_cats name keep cats     help */
+    {"device",      tl_view_device,      TL_NEEDS_DEVICE, 0,   1,      31,  0,                   2,      0,  48, DEVICE,  0,   0,   0,       "per device and stream: busy time (kernels, copies), utilization"},
+    {"overview",    tl_view_overview,    0,               0,   1,      58,  0,                   1,      0,  24, OPS,     0,   0,   0,       "time per event type (interval union), ratio to the step time"},
+    {"model",       tl_view_model,       0,               0,   1,      41,  0,                   7,      0,  0,  0,       0,   0,   0,       "per step: Dataloader, Forward, Backward, Optimization, Other"},
+    {"perf",        tl_view_perf,        0,               0,   1,      9,   0,                   0,      0,  0,  0,       0,   0,   0,       "step time, reader cost, throughput: avg/max/min"},
+    {"breakdown",   tl_view_breakdown,   0,               0,   0,      93,  0,                   12,     0,  0,  0,       0,   0,   0,       "per step: Kernel, Memcpy, Memset, Runtime, DataLoader, CPU Exec, Other (TensorBoard)"},
+    {"gpu",         tl_view_gpu,         TL_NEEDS_DEVICE, 0,   0,      28,  0,                   1,      0,  65, DEVICE,  0,   0,   0,       "per device over all streams: computation, communication, memcpy, exposed, idle"},
+    {"distributed", tl_view_distributed, TL_NEEDS_DEVICE, 0,   0,      31,  0,                   1,      0,  32, DEVICE,  0,   0,   0,       "communication vs computation and their overlap"},
+    {"operator",    tl_view_operator,    0,               1,   0,      62,  0,                   1,      0,  24, OPS,     108, 84,  OPS,     "host operators: calls, CPU total/self, GPU time of their kernels"},
+    {"kernel",      tl_view_kernel,      TL_NEEDS_DEVICE, 1,   1,      32,  0,                   1,      0,  0,  0,       68,  44,  KERNELS, "kernels by name: calls, total/avg/max/min, share of GPU time"},
+    {"memcpy",      tl_view_memcpy,      TL_NEEDS_DEVICE, 1,   0,      20,  0,                   1,      0,  0,  0,       0,   0,   0,       "copies by kind and memsets: calls, bytes, time, GB/s"},
+    {"ranges",      tl_view_ranges,      0,               1,   1,      25,  0,                   1,      0,  8,  RANGES,  68,  52,  RANGES,  "user-defined ranges by name: calls, total, self, avg/max/min"},
+    {"memory",      tl_view_memory,      TL_NEEDS_MEMORY, 1,   1,      135, 1 << TL_MEMO_MEMORY, 0,      62, 0,  0,       0,   0,   0,       "per device: peak, timeline, what the peak holds, per operator, leaks"},
+    {"ops",         tl_view_ops,         0,               1,   0,      137, 0,                   12,     50, 0,  0,       64,  48,  ROWS,    "PyTorch's key_averages().table(): self/total CPU and CUDA time"},
+    {"gaps",        tl_view_gaps,        TL_NEEDS_DEVICE, 1,   0,      86,  0,                   8,      0,  33, DEVICE,  0,   0,   0,       "GPU idle time, its causes, kernel launches"},
+    {"findings",    tl_view_findings,    0,               0,   1,      259, 1 << TL_MEMO_MEMORY, 11,     0,  0,  0,       8,   0,   HOST,    "ranked findings with their evidence (printed last)"},
 };
 /* clang-format on */
 const int tl_nview_defs = (int)(sizeof tl_view_defs / sizeof tl_view_defs[0]);
@@ -653,13 +657,14 @@ static void count_by_cat(const tl_trace *t, unsigned cats, size_t ncat[TL_CAT_CO
 static size_t estimate(const tl_view_def *d, const tl_trace *t, const size_t ncat[TL_CAT_COUNT],
                        const size_t names[TL_CAT_COUNT], size_t *keep)
 {
-    size_t nnames = 0;
-    for (int c = 0; c < TL_CAT_COUNT; c++)
+    size_t nnames = 0, nown = 0;
+    for (int c = 0; c < TL_CAT_COUNT; c++) {
         nnames += (d->name_cats >> c & 1) ? names[c] : 0;
+        nown += (d->own_cats >> c & 1) ? ncat[c] : 0;
+    }
     *keep = (size_t)d->keep_name * nnames;
     return (size_t)d->scratch * t->nev + (size_t)d->scratch_mem * t->nmem +
-           (d->own_cat >= 0 ? (size_t)d->scratch_own * ncat[d->own_cat] : 0) +
-           (size_t)d->scratch_name * nnames;
+           (size_t)d->scratch_own * nown + (size_t)d->scratch_name * nnames;
 }
 
 size_t tl_view_estimate(const tl_view_def *d, const tl_trace *t, size_t *keep)
@@ -701,7 +706,7 @@ static void ahead_start(ahead *a, const tl_trace *t, const tl_report_opts *o, in
     unsigned cats = 0;
     int by_cat = 0;
     for (int k = 0; (threads > 1 || stats) && k < n; k++) {
-        by_cat |= tl_view_defs[a->idx[k]].own_cat >= 0;
+        by_cat |= tl_view_defs[a->idx[k]].own_cats != 0;
         cats |= (unsigned)tl_view_defs[a->idx[k]].name_cats;
     }
     if (by_cat || cats)

@@ -23,12 +23,13 @@ typedef struct tl_view_def {
                          report releases each once the last view reading it is computed */
     int scratch;      /* its peak memory above the loaded trace while it computes, in bytes an
                          event, plus bytes a memory record (scratch_mem) and an event of its own
-                         category (scratch_own bytes an event of category own_cat, -1 none),
+                         category (scratch_own bytes an event of the categories own_cats,
+                         bits 1 << tl_cat: the operators, ranges or device work it works on),
                          measured alone on the 1 GB trace of bench_json at 4 and 16 threads,
                          less the shared results it reads (the report counts those once): a
                          report's threads start no more views at once than their sum fits in
                          its scratch budget */
-    int scratch_mem, scratch_own, own_cat;
+    int scratch_mem, scratch_own, own_cats;
     /* A view with a row per distinct name (ranges, operator, kernel, ops): bytes a distinct
      * name of its categories (name_cats: bits 1 << tl_cat) while it computes (scratch_name, in
      * its scratch estimate) and held by its table from then until the report writes it
