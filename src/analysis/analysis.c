@@ -127,6 +127,34 @@ int64_t tl_ivset_length(const tl_ivset *set)
     return total;
 }
 
+int64_t tl_ivset_union_length(const tl_ivset *const *sets, int k)
+{
+    size_t at[8] = {0};
+    if (k > 8)
+        k = 8;
+    int64_t total = 0, s = 0, e = 0; /* the run being merged: [s, e) */
+    int open = 0;
+    for (;;) {
+        int m = -1; /* the set whose next interval starts first */
+        for (int j = 0; j < k; j++)
+            if (at[j] < sets[j]->n && (m < 0 || sets[j]->v[at[j]].s < sets[m]->v[at[m]].s))
+                m = j;
+        if (m < 0)
+            break;
+        const tl_iv *iv = &sets[m]->v[at[m]++];
+        if (open && iv->s <= e) {
+            e = iv->e > e ? iv->e : e;
+            continue;
+        }
+        if (open)
+            total += e - s;
+        s = iv->s;
+        e = iv->e;
+        open = 1;
+    }
+    return open ? total + (e - s) : total;
+}
+
 void tl_ivset_union(const tl_ivset *a, const tl_ivset *b, tl_ivset *out)
 {
     tl_ivset_clear(out);

@@ -474,6 +474,7 @@ tl_table *tl_view_breakdown(const tl_trace *t, const tl_view_opts *o, tl_error *
             tl_ivset_union(&role[r], &tmp, &cost[r]);
             tl_ivset_union(&steps_set, &tmp, &slots);
         }
+        tl_ivset_free(&role[r]); /* its cost is all that is read of it from here */
         tl_ivset_subtract(&slots, &cost[r], &tmp);
         tl_ivset_free(&slots);
         slots = tmp;

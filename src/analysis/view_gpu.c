@@ -105,17 +105,18 @@ static int op_class(const tl_trace *t, uint8_t *named, const tl_event *e)
 
 static void fill_row(tl_table *tab, int r, dev_acc *a, const tl_gpu_scope *sc)
 {
-    tl_ivset both = {0}, all = {0}, xcomm = {0}, tmp = {0}, xcopy = {0};
+    tl_ivset xcomm = {0}, tmp = {0}, xcopy = {0};
     for (int k = 0; k < K_N; k++) {
         tl_ivset_normalize(&a->set[k]);
         tl_gpu_scope_clip(sc, &a->set[k]);
     }
-    tl_ivset_union(&a->set[K_COMP], &a->set[K_COMM], &both);
-    tl_ivset_union(&both, &a->set[K_COPY], &all);
+    const tl_ivset *each[K_N] = {&a->set[0], &a->set[1], &a->set[2]};
+    _Static_assert(K_N == 3, "the kinds of device work");
+    int64_t busy = tl_ivset_union_length(each, K_N); /* the union, not made */
     tl_ivset_subtract(&a->set[K_COMM], &a->set[K_COMP], &xcomm);
     tl_ivset_subtract(&a->set[K_COPY], &a->set[K_COMP], &tmp);
     tl_ivset_subtract(&tmp, &a->set[K_COMM], &xcopy);
-    int64_t busy = tl_ivset_length(&all);
+    tl_ivset_free(&tmp);
     int64_t total = sc->all ? a->last - a->first : sc->total;
     tl_table_int(tab, r, C_OPS, a->ops);
     tl_table_time(tab, r, C_COMP, tl_ivset_length(&a->set[K_COMP]));
@@ -128,10 +129,7 @@ static void fill_row(tl_table *tab, int r, dev_acc *a, const tl_gpu_scope *sc)
     tl_table_time(tab, r, C_TOTAL, total);
     if (total > 0)
         tl_table_pct(tab, r, C_IDLE_PCT, 100.0 * (double)(total - busy) / (double)total);
-    tl_ivset_free(&both);
-    tl_ivset_free(&all);
     tl_ivset_free(&xcomm);
-    tl_ivset_free(&tmp);
     tl_ivset_free(&xcopy);
 }
 

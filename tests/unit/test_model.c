@@ -834,6 +834,35 @@ TEST(interval_algebra)
     tl_ivset_free(&out);
 }
 
+/* The length of a union without making it: against tl_ivset_union on random sets that touch,
+ * nest, overlap and are empty. */
+TEST(union_length_is_the_unions_length)
+{
+    CHECK_EQ_INT(tl_ivset_union_length(NULL, 0), 0);
+    for (int round = 0; round < 300; round++) {
+        tl_ivset s[3] = {{0}, {0}, {0}}, u = {0}, tmp = {0};
+        for (int k = 0; k < 3; k++) {
+            int n = (int)(test_rand() % 40);
+            if (k == round % 3)
+                n = 0; /* one set empty in turn */
+            for (int i = 0; i < n; i++) {
+                int64_t a = (int64_t)(test_rand() % 1000), len = (int64_t)(test_rand() % 60);
+                tl_ivset_add(&s[k], a, a + len);
+            }
+            tl_ivset_normalize(&s[k]);
+        }
+        tl_ivset_union(&s[0], &s[1], &tmp);
+        tl_ivset_union(&tmp, &s[2], &u);
+        const tl_ivset *each[3] = {&s[0], &s[1], &s[2]};
+        CHECK_EQ_INT(tl_ivset_union_length(each, 3), tl_ivset_length(&u));
+        CHECK_EQ_INT(tl_ivset_union_length(each, 1), tl_ivset_length(&s[0]));
+        for (int k = 0; k < 3; k++)
+            tl_ivset_free(&s[k]);
+        tl_ivset_free(&u);
+        tl_ivset_free(&tmp);
+    }
+}
+
 TEST(profiled_window_is_union_of_steps)
 {
     tl_trace t;
@@ -919,6 +948,7 @@ int main(void)
     RUN(many_events_sort_like_a_reference_order);
     RUN(finish_order_is_the_reference_order);
     RUN(interval_algebra);
+    RUN(union_length_is_the_unions_length);
     RUN(profiled_window_is_union_of_steps);
     return test_summary();
 }
