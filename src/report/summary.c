@@ -40,7 +40,7 @@
 /* clang-format off */
 const tl_view_def tl_view_defs[] = {
     /* name         function             needs            sort summary cost memos                scratch mem own own_cats name keep cats     help */
-    {"device",      tl_view_device,      TL_NEEDS_DEVICE, 0,   1,      31,  0,                   2,      0,  48, DEVICE,  0,   0,   0,       "per device and stream: busy time (kernels, copies), utilization"},
+    {"device",      tl_view_device,      TL_NEEDS_DEVICE, 0,   1,      31,  0,                   4,      0,  32, DEVICE,  0,   0,   0,       "per device and stream: busy time (kernels, copies), utilization"},
     {"overview",    tl_view_overview,    0,               0,   1,      58,  0,                   1,      0,  24, OPS,     0,   0,   0,       "time per event type (interval union), ratio to the step time"},
     {"model",       tl_view_model,       0,               0,   1,      41,  0,                   7,      0,  0,  0,       0,   0,   0,       "per step: Dataloader, Forward, Backward, Optimization, Other"},
     {"perf",        tl_view_perf,        0,               0,   1,      9,   0,                   0,      0,  0,  0,       0,   0,   0,       "step time, reader cost, throughput: avg/max/min"},
