@@ -129,9 +129,9 @@ int64_t tl_ivset_length(const tl_ivset *set)
 
 int64_t tl_ivset_union_length(const tl_ivset *const *sets, int k)
 {
-    size_t at[8] = {0};
-    if (k > 8)
-        k = 8;
+    size_t at[TL_IVSET_UNION_MAX] = {0};
+    if (k > TL_IVSET_UNION_MAX)
+        return -1;                   /* a caller's mistake, not a length */
     int64_t total = 0, s = 0, e = 0; /* the run being merged: [s, e) */
     int open = 0;
     for (;;) {

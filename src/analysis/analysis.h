@@ -32,7 +32,9 @@ void tl_ivset_extend(tl_ivset *set, int64_t s, int64_t e);
 void tl_ivset_append(tl_ivset *set, const tl_ivset *from);
 void tl_ivset_normalize(tl_ivset *set);       /* sort and merge overlaps */
 int64_t tl_ivset_length(const tl_ivset *set); /* total length (normalized set) */
-/* The length of the union of k normalized sets, without making it. */
+/* The length of the union of k normalized sets (k at most TL_IVSET_UNION_MAX; -1 for more),
+ * without making it. */
+#define TL_IVSET_UNION_MAX 8
 int64_t tl_ivset_union_length(const tl_ivset *const *sets, int k);
 void tl_ivset_union(const tl_ivset *a, const tl_ivset *b, tl_ivset *out);     /* normalized */
 void tl_ivset_intersect(const tl_ivset *a, const tl_ivset *b, tl_ivset *out); /* normalized */

@@ -839,6 +839,7 @@ TEST(interval_algebra)
 TEST(union_length_is_the_unions_length)
 {
     CHECK_EQ_INT(tl_ivset_union_length(NULL, 0), 0);
+    CHECK_EQ_INT(tl_ivset_union_length(NULL, TL_IVSET_UNION_MAX + 1), -1);
     for (int round = 0; round < 300; round++) {
         tl_ivset s[3] = {{0}, {0}, {0}}, u = {0}, tmp = {0};
         for (int k = 0; k < 3; k++) {
