@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -18,11 +19,19 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+static char path[64];
+
+static void remove_input(void)
+{
+    unlink(path);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static char path[64];
-    if (!path[0])
+    if (!path[0]) {
         snprintf(path, sizeof path, "/tmp/fuzz_job_summary.%d.json", (int)getpid());
+        atexit(remove_input); /* libFuzzer ends a timed run with exit() */
+    }
     static const char head[] = "{\"job_summary\": ";
     FILE *f = fopen(path, "wb");
     if (!f || fwrite(head, 1, sizeof head - 1, f) != sizeof head - 1 ||
