@@ -44,13 +44,13 @@
 enum { JR_NEED_MORE = 1, JR_ERROR = 2 };
 
 /* How run() reads: the whole input; as the driver of a parallel read (it stops at each element
- * of traceEvents for the parts to take over); or as one part of a window (a thread of the parallel
- * parse, below). */
-enum { JR_WHOLE = 0, JR_DRIVER, JR_PART };
+ * of traceEvents for the parts to take over); as one part of a window (a thread of the parallel
+ * parse, below); or one element again, a flow, at the end (read_flows_again). */
+enum { JR_WHOLE = 0, JR_DRIVER, JR_PART, JR_AGAIN };
 
 /* What run() returns besides 0 (done) and -1 (error). */
 enum {
-    RUN_ELEMENT = 1,    /* driver: at the start of an element of traceEvents */
+    RUN_ELEMENT = 1,    /* driver: at the start of an element of traceEvents; again: past one */
     RUN_STOP = 2,       /* part: at the first element that starts at or past its limit */
     RUN_INCOMPLETE = 3, /* part: the window ends inside the unit at mark */
     RUN_ARRAY_END = 4   /* part: past the ']' that ends traceEvents */
@@ -116,6 +116,14 @@ typedef struct jr {
 
     flow *flows;
     size_t nflows, cap_flows;
+    /* A plain file or memory keeps its flows as the file offsets of their elements (8 bytes, not
+     * the 40 of a flow): most traces turn out not to need them (flows_needed), and those that
+     * do have them read again at the end (read_flows_again). elem_start: where the element
+     * being parsed starts in buf. */
+    int flows_at;
+    uint64_t *flow_at;
+    size_t nflow_at, cap_flow_at;
+    size_t elem_start;
 
     /* tracks that hold an event (metadata and skipped events create tracks too) */
     uint8_t *used;
@@ -137,6 +145,10 @@ typedef struct jr {
      * (limit: stop at the first element that starts at or past it) */
     int mode, one;
     size_t limit;
+    /* a part of a mapped window: the pages before buf + released that it has read are given
+     * back as it goes (0: it does not) */
+    int release;
+    size_t released, release_step;
     /* A part keeps what only the merge can settle: E events of earlier parts' B; events whose
      * category depends on an earlier "CPU functions" pid; thread names, in order. */
     pending_end *pend;
@@ -1669,6 +1681,11 @@ static void add_flow(jr *r, const raw_event *ev)
 {
     /* the ids first: a part may stop at one (id_value), and then nothing is added */
     int64_t id = id_value(r, ev->id), pid = id_value(r, ev->pid), tid = id_value(r, ev->tid);
+    if (r->flows_at) {
+        uint64_t at = r->consumed + r->elem_start;
+        push_item(r, &r->flow_at, &r->nflow_at, &r->cap_flow_at, sizeof at, &at);
+        return;
+    }
     if (r->nflows == r->cap_flows) {
         size_t nc = r->cap_flows ? r->cap_flows * 2 : 1024;
         flow *nf = tl_big_realloc(r->flows, nc * sizeof *nf);
@@ -1719,8 +1736,8 @@ static void commit_event(jr *r, raw_event *ev)
 {
     tl_trace *t = r->t;
     char ph = ev->ph;
-    if (!ph)
-        return;
+    if (!ph || (r->mode == JR_AGAIN && ph != 's' && ph != 'f' && ph != 't'))
+        return; /* read again, only a flow is taken */
     if (ev->cat.len)
         r->saw_cat = 1;
     if (ph == 'M') {
@@ -2172,6 +2189,23 @@ enum {
     TOP_DONE
 };
 
+/* A part of a mapped window gives back the pages it has read, a quarter of a part or 256 KB at
+ * a time, so that what a read holds of the file is a step a thread rather than the window:
+ * its strings and numbers are its own by then. Only whole pages from its start on: the page it
+ * shares with the part before is that part's to read. A part that reads on past its limit (a
+ * wrong cut) into pages given back reads them from the file again; the last page of a window,
+ * the one written (its NUL), is never whole before r->pos. */
+static void release_read(jr *r)
+{
+    long ps = sysconf(_SC_PAGESIZE);
+    if (r->pos - r->released < r->release_step || ps <= 0)
+        return;
+    tl_discard_pages(r->buf + r->released, r->pos - r->released);
+    /* from the page that holds r->pos on, next time */
+    uintptr_t at = (uintptr_t)(r->buf + r->pos) & ~((uintptr_t)ps - 1);
+    r->released = (size_t)(at - (uintptr_t)r->buf);
+}
+
 static int run(jr *r)
 {
     /* the state lives in r, not in locals: it must survive the longjmp back here */
@@ -2254,9 +2288,14 @@ static int run(jr *r)
             }
             if (r->mode == JR_DRIVER && !r->one)
                 return RUN_ELEMENT;
-            if (r->mode == JR_PART && r->pos >= r->limit)
-                return RUN_STOP;
+            if (r->mode == JR_PART) {
+                if (r->pos >= r->limit)
+                    return RUN_STOP;
+                if (r->release)
+                    release_read(r);
+            }
             size_t start = r->pos, nev0 = r->t->nev;
+            r->elem_start = start;
             r->args_b = r->args_e = 0;
             r->args_seen = 0;
             if (c == '{') {
@@ -2268,6 +2307,8 @@ static int run(jr *r)
             } else {
                 skip_value(r);
             }
+            if (r->mode == JR_AGAIN)
+                return RUN_ELEMENT;
             if (r->t->keep_raw)
                 keep_element(r, start, nev0);
             r->state = ARR_AFTER;
@@ -2436,6 +2477,7 @@ static void jr_free(jr *r)
     free(r->stack_n);
     free(r->stack_cap);
     free(r->flows);
+    free(r->flow_at);
     free(r->used);
     free(r->scratch);
     free(r->samples);
@@ -2463,6 +2505,39 @@ static void close_open_ranges(jr *r)
         }
 }
 
+static int jr_seek(jr *d, uint64_t off);
+
+/* The flows of a trace that needs them, kept as their elements' offsets: each element parsed
+ * again, in the order they were met, into r->flows (the same flows one pass keeps: their ids
+ * were interned then). An offset inside the buffer is read there; any other is read from the
+ * file. 0, or -1 with r->err set. */
+static int read_flows_again(jr *r)
+{
+    uint64_t *at = r->flow_at;
+    size_t n = r->nflow_at;
+    r->flow_at = NULL;
+    r->nflow_at = r->cap_flow_at = 0;
+    r->flows_at = 0;
+    int mode = r->mode, progress = r->progress, rc = 0;
+    r->mode = JR_AGAIN;
+    r->progress = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        if (at[i] >= r->consumed && at[i] < r->consumed + r->len)
+            r->pos = (size_t)(at[i] - r->consumed);
+        else if (r->in_mem || jr_seek(r, at[i]) != 0)
+            rc = -1;
+        r->state = ARR_VALUE;
+        if (rc == 0 && run(r) != RUN_ELEMENT)
+            rc = -1;
+    }
+    if (rc != 0 && !r->err->code)
+        tl_error_setc(r->err, TL_ERR_IO, "%s: the file changed while it was read", r->name);
+    free(at);
+    r->mode = mode;
+    r->progress = progress;
+    return rc;
+}
+
 static int finish(jr *r)
 {
     tl_trace *t = r->t;
@@ -2485,15 +2560,20 @@ static int finish(jr *r)
                     : r->saw_cat         ? TL_SRC_KINETO
                                          : TL_SRC_CHROME;
     /* Flows not needed (a Kineto trace has ~1 for every 2 events) go as soon as that is known. */
-    if (r->nflows && !flows_needed(t)) {
+    if ((r->nflows || r->nflow_at) && !flows_needed(t)) {
         free(r->flows);
         r->flows = NULL;
         r->nflows = r->cap_flows = 0;
+        free(r->flow_at);
+        r->flow_at = NULL;
+        r->nflow_at = r->cap_flow_at = 0;
     }
     if (tl_trace_finish(t) != 0) {
         tl_error_setc(r->err, TL_ERR_NOMEM, "%s: out of memory while ordering events", r->name);
         return -1;
     }
+    if (r->nflow_at && read_flows_again(r) != 0)
+        return -1;
     if (resolve_flows(r) != 0) {
         tl_error_setc(r->err, TL_ERR_NOMEM, "%s: out of memory while linking flows", r->name);
         return -1;
@@ -2600,7 +2680,8 @@ static void part_begin(part *p, const jr *d, char *buf, size_t len, uint64_t off
         r->stack_n[k] = 0;
     if (r->used)
         memset(r->used, 0, r->cap_used);
-    r->nflows = r->nsamples = r->npend = r->nundecided = r->nnames = 0;
+    r->nflows = r->nflow_at = r->nsamples = r->npend = r->nundecided = r->nnames = 0;
+    r->flows_at = d->flows_at;
     r->saw_cat = r->saw_cpu_functions = 0;
     r->unsafe = 0;
     r->scratch_n = 0;
@@ -2689,6 +2770,9 @@ static void *copy_events(void *arg)
         e->args = p->smap[e->args];
         e->track = p->tmap[e->track];
     }
+    /* copied: the part's pages go back until its next window (two sets of parts of 16 threads
+     * each held their most of any window: 5 MB of a 92 MB file's read) */
+    tl_discard_pages((char *)p->t.ev, n * sizeof *p->t.ev);
     return NULL;
 }
 
@@ -2725,6 +2809,13 @@ static int merge_rest(jr *d, part *p, size_t base)
             f.tid = part_id(p, f.tid);
             d->flows[d->nflows++] = f;
         }
+    }
+    if (r->nflow_at) {
+        if (tl_grow_array(&d->flow_at, &d->cap_flow_at, d->nflow_at + r->nflow_at,
+                          sizeof *d->flow_at) != 0)
+            out_of_memory(d);
+        memcpy(d->flow_at + d->nflow_at, r->flow_at, r->nflow_at * sizeof *d->flow_at);
+        d->nflow_at += r->nflow_at;
     }
     for (size_t i = 0; i < r->nsamples; i++)
         add_samples(d, r->samples[i][0], r->samples[i][1]);
@@ -2828,9 +2919,15 @@ static int window_begin(jr *d, pread_t *P, part *parts, const window *w, uint64_
         if (c > cut[k - 1])
             cut[k++] = c;
     }
-    for (int j = 0; j < k; j++)
+    for (int j = 0; j < k; j++) {
         part_begin(&parts[j], d, w->text, w->len, off, cut[j], j ? ARR_VALUE : state,
                    j + 1 < k ? cut[j + 1] : SIZE_MAX);
+        parts[j].r.release = w->map != NULL;
+        parts[j].r.released = cut[j];
+        /* a quarter of a part, at most 256 KB: a few calls a part */
+        size_t step = w->len / (size_t)P->n / 4;
+        parts[j].r.release_step = step < 4096 ? 4096 : step > (256u << 10) ? 256u << 10 : step;
+    }
     return k;
 }
 
@@ -3014,19 +3111,6 @@ static int read_windows(jr *d, pread_t *P, uint64_t *off, int *state)
     }
 }
 
-/* Give back the whole pages of [p, p + n) (heap memory whose contents are no longer needed:
- * they read as zeros when touched again). */
-static void discard_pages(char *p, size_t n)
-{
-    long ps = sysconf(_SC_PAGESIZE);
-    if (!p || ps <= 0)
-        return;
-    uintptr_t page = (uintptr_t)ps;
-    uintptr_t a = ((uintptr_t)p + page - 1) & ~(page - 1), b = ((uintptr_t)p + n) & ~(page - 1);
-    if (b > a)
-        madvise((void *)a, b - a, MADV_DONTNEED); /* advice: if it fails, the pages stay */
-}
-
 /* Go on reading from file offset off, with an empty buffer. */
 static int jr_seek(jr *d, uint64_t off)
 {
@@ -3076,7 +3160,7 @@ static int run_parallel(jr *d, int threads, size_t part_bytes)
     }
     /* The driver's buffer (a whole block, read for the members before traceEvents) is read
      * again only for an element longer than a window: its pages go back until then. */
-    discard_pages(d->buf, d->cap + 1);
+    tl_discard_pages(d->buf, d->cap + 1);
     for (int j = 0; j < threads * 2; j++)
         tl_trace_init(&P.parts[j].t);
     while (rc == RUN_ELEMENT) {
@@ -3140,6 +3224,21 @@ static size_t part_size(uint64_t file, int threads)
     return per >= (2u << 20) ? (2u << 20) : per < (512u << 10) ? (512u << 10) : (size_t)per;
 }
 
+/* The threads that parse a file of this size: as many as asked, but each with a part of 512 KB
+ * at least of a window of at most a 32nd of the file or 4 MB (a 92 MB file: 8), so that the
+ * window and the two sets of parts held beside the model do not grow with the thread count (16
+ * threads read a 92 MB file with 8 MB windows and held 0.33x it, 8 threads 0.28x, in the same
+ * time on 2 cores; on 16 cores the parse of such a file is a few tens of ms either way). */
+static int part_threads(uint64_t file, int threads)
+{
+    const char *e = getenv("TALLY_READ_PART");
+    if (e && *e)
+        return threads;
+    uint64_t window = file / 32 > (4u << 20) ? file / 32 : (4u << 20);
+    uint64_t most = window / (512u << 10);
+    return (uint64_t)threads > most ? (int)most : threads;
+}
+
 int tl_read_json_mem(tl_trace *t, const char *data, size_t len, const char *name, tl_error *err)
 {
     jr r;
@@ -3160,6 +3259,7 @@ int tl_read_json_mem(tl_trace *t, const char *data, size_t len, const char *name
     r.buf = copy;
     r.len = len;
     r.cap = len;
+    r.flows_at = !t->keep_raw;
     tl_trace_reserve(t, t->nev + len / 128);
     int rc = run(&r);
     if (rc == 0)
@@ -3224,9 +3324,11 @@ int tl_read_json_fd(tl_trace *t, int fd, const char *path, int progress, tl_erro
     }
     r.buf[0] = 0;
     t->path = path;
+    /* a file read again by offset: not a pipe, not gzip; export keeps the text in one pass */
+    r.flows_at = !r.gz && !r.count_lines && !t->keep_raw;
     /* a plain file big enough for two parts is read in parallel (keep_raw: in one pass, its
      * texts are kept in file order as they are read) */
-    int threads = r.gz || t->keep_raw ? 1 : read_threads(t);
+    int threads = r.gz || t->keep_raw ? 1 : part_threads(r.total_size, read_threads(t));
     size_t part = part_size(r.total_size, threads);
     int rc = threads > 1 && r.total_size >= 2 * (uint64_t)part ? run_parallel(&r, threads, part)
                                                                : run(&r);

@@ -263,6 +263,17 @@ static void advise_huge(void *p, size_t n)
 #endif
 }
 
+void tl_discard_pages(void *p, size_t n)
+{
+    long ps = sysconf(_SC_PAGESIZE);
+    if (!p || ps <= 0)
+        return;
+    uintptr_t page = (uintptr_t)ps;
+    uintptr_t a = ((uintptr_t)p + page - 1) & ~(page - 1), b = ((uintptr_t)p + n) & ~(page - 1);
+    if (b > a)
+        madvise((void *)a, b - a, MADV_DONTNEED); /* advice: if it fails, the pages stay */
+}
+
 void tl_malloc_for_one_trace(void)
 {
 #ifdef M_MMAP_THRESHOLD
@@ -1939,6 +1950,11 @@ int tl_trace_finish(tl_trace *t)
                 apart ? "beside them" : "in the rest");
     t->finished = 1;
     t->finish_known_ = 1;
+    /* The room reserved for events the file did not hold (the reader reserves by its size)
+     * goes back: on huge pages the last one held up to 2 MB past the last event (0.02x of a
+     * 92 MB trace, and its report's peak varied by as much from run to run). */
+    if (t->cap_ev * sizeof *t->ev >= BIG_MIN)
+        tl_discard_pages(t->ev + t->nev, (t->cap_ev - t->nev) * sizeof *t->ev);
     return 0;
 }
 

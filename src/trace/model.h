@@ -367,6 +367,10 @@ typedef struct tl_trace {
 void *tl_big_alloc(size_t n);
 void *tl_big_calloc(size_t n, size_t size); /* zeroed */
 void *tl_big_realloc(void *p, size_t n);
+/* Give back the whole pages inside [p, p + n): memory whose contents are no longer needed
+ * (heap memory reads as zeros when touched again), or pages of a private file mapping never
+ * written (they read from the file again). */
+void tl_discard_pages(void *p, size_t n);
 
 /* For a process that reads one trace and exits (the tally command, the benchmarks): blocks of
  * 1 MB and more are mapped apart and go back to the system when freed. glibc's default threshold
