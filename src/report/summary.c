@@ -696,6 +696,7 @@ static void ahead_start(ahead *a, const tl_trace *t, const tl_report_opts *o, in
     a->budget = o->scratch_budget ? o->scratch_budget : scratch_budget(model);
     memset(&a->sched, 0, sizeof a->sched);
     a->sched.budget = a->budget;
+    a->sched.model = model;
     memset(a->started, 0, sizeof a->started);
     memset(a->memo_held, 0, sizeof a->memo_held);
     memset(a->done, 0, sizeof a->done);

@@ -77,6 +77,7 @@ typedef struct tl_report_sched {
     int threads;         /* threads that computed views (0: the caller, in turn) */
     int most_running;    /* the most views computed at once */
     size_t budget;       /* the scratch budget used, bytes */
+    size_t model;        /* the loaded trace's bytes it is reckoned from */
     size_t most_at_once; /* the largest scratch estimate held while two or more views ran
                             (the shared results and the tables waiting for their turn
                             included): never above budget */

@@ -2541,6 +2541,10 @@ static int read_flows_again(jr *r)
 static int finish(jr *r)
 {
     tl_trace *t = r->t;
+    t->read_stats.flows = r->nflows + r->nflow_at;
+    t->read_stats.flow_bytes = r->cap_flows * sizeof *r->flows + r->cap_flow_at * sizeof *r->flow_at;
+    if (!t->read_stats.threads)
+        t->read_stats.threads = 1;
     close_open_ranges(r);
     if (r->no_wall_clock)
         t->wall_offset = 0;
@@ -3177,6 +3181,7 @@ static int run_parallel(jr *d, int threads, size_t part_bytes)
         P.one_pass += w == W_ONE_PASS;
         rc = run(d);
     }
+    d->t->read_stats.threads = threads;
     d->t->read_stats.windows = P.windows;
     d->t->read_stats.dropped = P.dropped;
     d->t->read_stats.driver_units = P.driver_units;

@@ -332,10 +332,14 @@ typedef struct tl_trace {
     /* What the parallel read did (zero after a read in one pass): windows parsed, parts dropped
      * for a start that was no element's, units the driving thread parsed itself (an element
      * longer than a window, bad input), whether it went on in one pass from some point (ids a
-     * part cannot carry), seconds in the parts and in the merges. TALLY_READ_STATS prints them. */
+     * part cannot carry), seconds in the parts and in the merges. TALLY_READ_STATS prints them.
+     * threads: the threads that parsed (1: one pass; fewer than read_threads for a small file);
+     * flows, flow_bytes: the flow events read and the bytes the read held for them. */
     struct {
         uint64_t windows, dropped, driver_units, one_pass;
         double parse_s, merge_s;
+        int threads;
+        uint64_t flows, flow_bytes;
     } read_stats;
     tl_raw raw;
     uint32_t *raw_other, *raw_members;

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zlib.h>
 
 static unsigned rnd_state;
 static unsigned rnd(unsigned n)
@@ -154,6 +155,16 @@ static void make_trace(const char *path, int n, int layout, int cpu_at, size_t h
     fclose(f);
 }
 
+/* A trace of a few MB (40,000 elements, one a line) at tmpdir/mb.json. */
+static void make_mb_trace(char *path, size_t size)
+{
+    snprintf(path, size, "%s/mb.json", tmpdir);
+    rnd_state = 4242;
+    ntids = 5;
+    device_name_pids = 0;
+    make_trace(path, 40000, 0, 40000, 0);
+}
+
 TEST(random_traces_read_the_same_with_any_threads)
 {
     static const int parts[] = {64, 300, 4096};
@@ -213,11 +224,7 @@ TEST(a_few_megabytes_read_the_same_with_the_readers_own_parts)
 {
     static const int parts[] = {0};
     char path[256];
-    snprintf(path, sizeof path, "%s/mb.json", tmpdir);
-    rnd_state = 4242;
-    ntids = 5;
-    device_name_pids = 0;
-    make_trace(path, 40000, 0, 40000, 0);
+    make_mb_trace(path, sizeof path);
     size_t len = 0;
     char *text = test_read_file(path, &len);
     free(text);
@@ -314,6 +321,117 @@ TEST(numbers_like_a_parts_stand_ins_read_the_same)
     }
 }
 
+/* Flows are the only link (no correlation args): call i on host thread 6 launches kernel i on
+ * stream 7, flow i + 1 from one to the other, amid operators. A plain file keeps each flow as
+ * its element's offset and reads the flows again at the end, in one pass and in parts; a gzip
+ * file (read once, in order) keeps them whole: the same model either way, every kernel linked
+ * to its call, and the offsets a fraction of the whole flows' bytes. */
+TEST(flows_kept_as_offsets_link_as_whole_flows_do)
+{
+    enum { N = 3000 };
+    char path[256], gz[256];
+    snprintf(path, sizeof path, "%s/flows.json", tmpdir);
+    snprintf(gz, sizeof gz, "%s/flows.json.gz", tmpdir);
+    FILE *f = fopen(path, "w");
+    gzFile z = gzopen(gz, "wb1");
+    CHECK(f != NULL && z != NULL);
+    if (!f || !z)
+        return;
+    for (int pass = 0; pass < 2; pass++) {
+        char line[512];
+#define PUT(...)                                                                                   \
+    do {                                                                                           \
+        int n_ = snprintf(line, sizeof line, __VA_ARGS__);                                         \
+        if (pass)                                                                                  \
+            gzwrite(z, line, (unsigned)n_);                                                        \
+        else                                                                                       \
+            fwrite(line, 1, (size_t)n_, f);                                                        \
+    } while (0)
+        PUT("{\"traceEvents\": [\n");
+        for (int i = 0; i < N; i++) {
+            long long ts = 100 + 50LL * i;
+            PUT("{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::op%d\", \"pid\": 5, "
+                "\"tid\": 6, \"ts\": %lld, \"dur\": 20},\n",
+                i % 7, ts);
+            PUT("{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", "
+                "\"pid\": 5, \"tid\": 6, \"ts\": %lld, \"dur\": 5},\n",
+                ts + 2);
+            PUT("{\"ph\": \"s\", \"id\": %d, \"pid\": 5, \"tid\": 6, \"ts\": %lld, \"cat\": "
+                "\"ac2g\", \"name\": \"ac2g\"},\n",
+                i + 1, ts + 3);
+        }
+        for (int i = 0; i < N; i++) {
+            long long ts = 200000 + 40LL * i;
+            PUT("{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k%d\", \"pid\": 0, "
+                "\"tid\": 7, \"ts\": %lld, \"dur\": 30},\n",
+                i, ts);
+            PUT("{\"ph\": \"f\", \"id\": %d, \"pid\": 0, \"tid\": 7, \"ts\": %lld, \"cat\": "
+                "\"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"}%s\n",
+                i + 1, ts, i + 1 < N ? "," : "");
+        }
+        PUT("]}\n");
+#undef PUT
+    }
+    fclose(f);
+    gzclose(z);
+
+    tl_trace whole, one, parts;
+    tl_error err;
+    int rc;
+    free(load(gz, 1, 0, &whole, &rc, &err));
+    CHECK_EQ_INT(rc, 0);
+    free(load(path, 1, 0, &one, &rc, &err));
+    CHECK_EQ_INT(rc, 0);
+    free(load(path, 3, 4096, &parts, &rc, &err));
+    CHECK_EQ_INT(rc, 0);
+    CHECK(same_model(&whole, &one));
+    CHECK(same_model(&whole, &parts));
+    CHECK_EQ_INT(parts.read_stats.threads, 3);
+    CHECK(parts.read_stats.windows > 1);
+    for (int k = 0; k < 3; k++) {
+        const tl_trace *t = k == 0 ? &whole : k == 1 ? &one : &parts;
+        CHECK_EQ_INT((long long)t->read_stats.flows, 2 * N);
+        size_t linked = 0;
+        for (size_t i = 0; i < t->nev; i++) {
+            const tl_event *e = &t->ev[i];
+            if (e->cat != TL_CAT_KERNEL)
+                continue;
+            long long kidx = (e->ts / 1000 - 200000) / 40; /* the model keeps ns */
+            CHECK_EQ_INT((long long)e->corr, kidx + 1);
+            if (e->link != TL_NONE && t->ev[e->link].cat == TL_CAT_RUNTIME &&
+                t->ev[e->link].ts == 1000 * (100 + 50 * kidx + 2))
+                linked++;
+        }
+        CHECK_EQ_INT((long long)linked, N);
+    }
+    /* whole flows are 40 bytes each, offsets 8 (either with room to grow) */
+    CHECK(whole.read_stats.flow_bytes >= (uint64_t)40 * 2 * N);
+    CHECK(one.read_stats.flow_bytes <= (uint64_t)16 * 2 * N);
+    CHECK(parts.read_stats.flow_bytes <= (uint64_t)16 * 2 * N);
+    tl_trace_free(&whole);
+    tl_trace_free(&one);
+    tl_trace_free(&parts);
+}
+
+/* A small file is parsed by at most a thread a 512 KB part of a window of at most a 32nd of the
+ * file or 4 MB: 16 threads asked for a file of a few MB, 8 parse it. */
+TEST(a_small_file_is_parsed_by_at_most_a_thread_a_half_megabyte_of_window)
+{
+    char path[256];
+    make_mb_trace(path, sizeof path);
+    tl_trace t;
+    tl_error err;
+    int rc;
+    free(load(path, 16, 0, &t, &rc, &err));
+    CHECK_EQ_INT(rc, 0);
+    CHECK_EQ_INT(t.read_stats.threads, 8);
+    tl_trace_free(&t);
+    free(load(path, 4, 0, &t, &rc, &err));
+    CHECK_EQ_INT(rc, 0);
+    CHECK_EQ_INT(t.read_stats.threads, 4);
+    tl_trace_free(&t);
+}
+
 int main(void)
 {
     CHECK(mkdtemp(tmpdir) != NULL);
@@ -322,6 +440,8 @@ int main(void)
     RUN(last_window_at_and_beside_a_page_boundary);
     RUN(numbers_like_a_parts_stand_ins_read_the_same);
     RUN(a_few_megabytes_read_the_same_with_the_readers_own_parts);
+    RUN(flows_kept_as_offsets_link_as_whole_flows_do);
+    RUN(a_small_file_is_parsed_by_at_most_a_thread_a_half_megabyte_of_window);
     char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (system(cmd) != 0)
