@@ -2542,7 +2542,8 @@ static int finish(jr *r)
 {
     tl_trace *t = r->t;
     t->read_stats.flows = r->nflows + r->nflow_at;
-    t->read_stats.flow_bytes = r->cap_flows * sizeof *r->flows + r->cap_flow_at * sizeof *r->flow_at;
+    t->read_stats.flow_bytes =
+        r->cap_flows * sizeof *r->flows + r->cap_flow_at * sizeof *r->flow_at;
     if (!t->read_stats.threads)
         t->read_stats.threads = 1;
     close_open_ranges(r);
