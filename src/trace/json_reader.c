@@ -2197,8 +2197,10 @@ enum {
  * the one written (its NUL), is never whole before r->pos. */
 static void release_read(jr *r)
 {
+    if (r->pos - r->released < r->release_step)
+        return;
     long ps = sysconf(_SC_PAGESIZE);
-    if (r->pos - r->released < r->release_step || ps <= 0)
+    if (ps <= 0)
         return;
     tl_discard_pages(r->buf + r->released, r->pos - r->released);
     /* from the page that holds r->pos on, next time */
