@@ -148,6 +148,7 @@ void tl_strtab_free(tl_strtab *t)
     free(t->str);
     free(t->len);
     free(t->slots);
+    free(t->tags);
     memset(t, 0, sizeof *t);
 }
 
@@ -178,20 +179,35 @@ static char *strtab_alloc(tl_strtab *t, size_t n)
     return p;
 }
 
+/* The slot's tag: bits of the hash the slot's index does not use (a table of 2^24 slots and
+ * more uses some of them; the tag is then only less often decisive). */
+static inline uint8_t strtab_tag(uint64_t h)
+{
+    return (uint8_t)(h >> 56);
+}
+
 static int strtab_grow_slots(tl_strtab *t)
 {
     uint32_t n = t->nslots ? t->nslots * 2 : 1024;
     uint32_t *s = calloc(n, sizeof *s);
-    if (!s)
+    uint8_t *g = malloc(n);
+    if (!s || !g) {
+        free(s);
+        free(g);
         return -1;
+    }
     for (uint32_t id = 0; id < t->count; id++) {
-        uint32_t i = (uint32_t)tl_hash_bytes(t->str[id], t->len[id]) & (n - 1);
+        uint64_t h = tl_hash_bytes(t->str[id], t->len[id]);
+        uint32_t i = (uint32_t)h & (n - 1);
         while (s[i])
             i = (i + 1) & (n - 1);
         s[i] = id + 1;
+        g[i] = strtab_tag(h);
     }
     free(t->slots);
+    free(t->tags);
     t->slots = s;
+    t->tags = g;
     t->nslots = n;
     return 0;
 }
@@ -201,13 +217,15 @@ uint32_t tl_intern(tl_strtab *t, const char *s, size_t len)
     if ((t->count + 1) * 2 > t->nslots && strtab_grow_slots(t) != 0)
         return 0;
     uint32_t mask = t->nslots - 1;
-    uint32_t i = (uint32_t)tl_hash_bytes(s, len) & mask;
+    uint64_t h = tl_hash_bytes(s, len);
+    uint32_t i = (uint32_t)h & mask;
+    uint8_t tag = strtab_tag(h);
     for (;;) {
         uint32_t v = t->slots[i];
         if (!v)
             break;
         uint32_t id = v - 1;
-        if (t->len[id] == len && memcmp(t->str[id], s, len) == 0)
+        if (t->tags[i] == tag && t->len[id] == len && memcmp(t->str[id], s, len) == 0)
             return id;
         i = (i + 1) & mask;
     }
@@ -232,6 +250,7 @@ uint32_t tl_intern(tl_strtab *t, const char *s, size_t len)
     t->str[id] = copy;
     t->len[id] = (uint32_t)len;
     t->slots[i] = id + 1;
+    t->tags[i] = tag;
     return id;
 }
 

@@ -44,6 +44,32 @@ TEST(intern_returns_same_id_for_same_string)
     tl_strtab_free(&s);
 }
 
+/* Many names of one length that differ in a few digits (what a trace of a million distinct
+ * operator names holds): each interned once, found again as itself through the table's growth,
+ * and a name that differs from one of them only at its end is another string. */
+TEST(many_names_alike_are_each_found_again)
+{
+    enum { N = 200000 };
+    tl_strtab s;
+    tl_strtab_init(&s);
+    char buf[64];
+    for (int i = 0; i < N; i++) {
+        int n = snprintf(buf, sizeof buf, "aten::custom_op_%07d_forward", i);
+        CHECK_EQ_INT(tl_intern(&s, buf, (size_t)n), i + 1);
+    }
+    size_t wrong = 0;
+    for (int i = N - 1; i >= 0; i--) {
+        int n = snprintf(buf, sizeof buf, "aten::custom_op_%07d_forward", i);
+        wrong += tl_intern(&s, buf, (size_t)n) != (uint32_t)(i + 1);
+        wrong += strcmp(tl_str(&s, (uint32_t)(i + 1)), buf) != 0;
+    }
+    CHECK_EQ_INT((long long)wrong, 0);
+    CHECK_EQ_INT(s.count, N + 1);
+    CHECK_EQ_INT(tl_intern(&s, "aten::custom_op_0000007_forwarD", 31), N + 1);
+    CHECK_EQ_INT(s.count, N + 2);
+    tl_strtab_free(&s);
+}
+
 TEST(tracks_are_found_again)
 {
     tl_trace t;
@@ -968,6 +994,7 @@ TEST(has_ci_finds_what_strncasecmp_finds)
 int main(void)
 {
     RUN(intern_returns_same_id_for_same_string);
+    RUN(many_names_alike_are_each_found_again);
     RUN(has_ci_finds_what_strncasecmp_finds);
     RUN(tracks_are_found_again);
     RUN(finish_sorts_and_nests);
