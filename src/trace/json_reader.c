@@ -2729,9 +2729,24 @@ static int merge_ids(jr *d, pread_t *P, part *p)
         tl_grow_array(&p->tmap, &p->cap_tmap, pt->ntracks + 1, sizeof *p->tmap) != 0)
         out_of_memory(d);
     p->smap[0] = 0;
-    for (uint32_t i = 1; i < pt->strings.count; i++)
-        if (!(p->smap[i] = tl_intern(&mt->strings, pt->strings.str[i], pt->strings.len[i])))
+    /* hashed AHEAD strings ahead and their slots fetched meanwhile: a part of many new names
+     * (1M distinct names: the merge was most of the read) waits on one miss at a time else */
+    enum { AHEAD = 8 };
+    const tl_strtab *ps = &pt->strings;
+    uint64_t h[AHEAD];
+    for (uint32_t j = 1; j < ps->count && j <= AHEAD; j++) {
+        h[j % AHEAD] = tl_hash_bytes(ps->str[j], ps->len[j]);
+        tl_strtab_prefetch(&mt->strings, h[j % AHEAD]);
+    }
+    for (uint32_t i = 1; i < ps->count; i++) {
+        uint64_t hi = h[i % AHEAD];
+        if (i + AHEAD < ps->count) {
+            h[i % AHEAD] = tl_hash_bytes(ps->str[i + AHEAD], ps->len[i + AHEAD]);
+            tl_strtab_prefetch(&mt->strings, h[i % AHEAD]);
+        }
+        if (!(p->smap[i] = tl_intern_hashed(&mt->strings, ps->str[i], ps->len[i], hi)))
             out_of_memory(d);
+    }
     for (uint32_t i = 0; i < pt->ntracks; i++) {
         const tl_track *tr = &pt->tracks[i];
         p->tmap[i] = tl_trace_track(mt, (tl_track_kind)tr->kind, part_id(p, tr->pid),

@@ -214,10 +214,14 @@ static int strtab_grow_slots(tl_strtab *t)
 
 uint32_t tl_intern(tl_strtab *t, const char *s, size_t len)
 {
+    return tl_intern_hashed(t, s, len, tl_hash_bytes(s, len));
+}
+
+uint32_t tl_intern_hashed(tl_strtab *t, const char *s, size_t len, uint64_t h)
+{
     if ((t->count + 1) * 2 > t->nslots && strtab_grow_slots(t) != 0)
         return 0;
     uint32_t mask = t->nslots - 1;
-    uint64_t h = tl_hash_bytes(s, len);
     uint32_t i = (uint32_t)h & mask;
     uint8_t tag = strtab_tag(h);
     for (;;) {

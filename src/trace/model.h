@@ -227,6 +227,17 @@ typedef struct tl_strtab {
 void tl_strtab_init(tl_strtab *t);
 void tl_strtab_free(tl_strtab *t);
 uint32_t tl_intern(tl_strtab *t, const char *s, size_t len);
+/* The same, with h = tl_hash_bytes(s, len) already known; and a hint that the string of hash h
+ * will be interned soon (its slot's cache lines fetched meanwhile): a merge of many strings
+ * hides the misses of a table bigger than the caches. */
+uint32_t tl_intern_hashed(tl_strtab *t, const char *s, size_t len, uint64_t h);
+static inline void tl_strtab_prefetch(const tl_strtab *t, uint64_t h)
+{
+    if (t->nslots) {
+        __builtin_prefetch(&t->slots[h & (t->nslots - 1)]);
+        __builtin_prefetch(&t->tags[h & (t->nslots - 1)]);
+    }
+}
 static inline const char *tl_str(const tl_strtab *t, uint32_t id)
 {
     return id < t->count ? t->str[id] : "";
