@@ -488,7 +488,8 @@ static size_t model_bytes(const tl_trace *t)
 {
     const tl_strtab *s = &t->strings;
     size_t b = t->nev * sizeof(tl_event) + t->nmem * sizeof(tl_memev) +
-               (size_t)t->ntracks * sizeof(tl_track) + (size_t)s->nslots * (sizeof *s->slots + 1);
+               (size_t)t->ntracks * sizeof(tl_track) +
+               (size_t)s->nslots * (sizeof *s->slots + sizeof *s->tags);
     for (uint32_t i = 0; i < s->count; i++)
         b += s->len[i] + 1 + sizeof *s->str + sizeof *s->len;
     return b;

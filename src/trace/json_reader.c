@@ -3232,33 +3232,46 @@ static int read_threads(const tl_trace *t)
  * 2 cores (256 KB: 0.34x, 28 % more: a window more is a handing over more; docs/PERFORMANCE.md).
  * From 1 GB on, every thread count up to 16 keeps 2 MB parts. A file under 2 MB is one part
  * (read in one thread). TALLY_READ_PART sets the part (tests cut small traces in many parts). */
-static size_t part_size(uint64_t file, int threads)
+/* TALLY_READ_PART: the part's bytes the tests ask for, or 0. */
+static long long part_asked(void)
 {
     const char *e = getenv("TALLY_READ_PART");
     long long v = e && *e ? strtoll(e, NULL, 10) : 0;
+    return v > 0 ? v : 0;
+}
+
+#define PART_MIN ((size_t)512 << 10)
+
+/* The most a window holds: a 32nd of the file, or 4 MB. */
+static uint64_t window_most(uint64_t file)
+{
+    return file / 32 > (4u << 20) ? file / 32 : (4u << 20);
+}
+
+static size_t part_size(uint64_t file, int threads)
+{
+    long long v = part_asked();
     if (v > 0)
         return v < 64 ? 64 : (size_t)v;
     if (file < (2u << 20))
         return (size_t)file + 1;
-    uint64_t window = file / 32 > (4u << 20) ? file / 32 : (4u << 20);
-    uint64_t per = file / (uint64_t)threads / 2, by_window = window / (uint64_t)threads;
+    uint64_t per = file / (uint64_t)threads / 2, by_window = window_most(file) / (uint64_t)threads;
     if (by_window < per)
         per = by_window;
-    return per >= (2u << 20) ? (2u << 20) : per < (512u << 10) ? (512u << 10) : (size_t)per;
+    return per >= (2u << 20) ? (2u << 20) : per < PART_MIN ? PART_MIN : (size_t)per;
 }
 
 /* The threads that parse a file of this size: as many as asked, but each with a part of 512 KB
  * at least of a window of at most a 32nd of the file or 4 MB (a 92 MB file: 8), so that the
  * window and the two sets of parts held beside the model do not grow with the thread count (16
  * threads read a 92 MB file with 8 MB windows and held 0.33x it, 8 threads 0.28x, in the same
- * time on 2 cores; on 16 cores the parse of such a file is a few tens of ms either way). */
+ * time on 2 cores; on 16 cores the parse of such a file is a few tens of ms either way). Parts
+ * the tests ask for keep the threads asked. */
 static int part_threads(uint64_t file, int threads)
 {
-    const char *e = getenv("TALLY_READ_PART");
-    if (e && *e)
+    if (part_asked())
         return threads;
-    uint64_t window = file / 32 > (4u << 20) ? file / 32 : (4u << 20);
-    uint64_t most = window / (512u << 10);
+    uint64_t most = window_most(file) / PART_MIN;
     return (uint64_t)threads > most ? (int)most : threads;
 }
 

@@ -215,7 +215,7 @@ typedef struct tl_strtab {
     uint32_t cap;
     uint32_t *slots; /* open-addressing hash: id+1, 0 = empty */
     uint8_t *tags;   /* per slot, 8 more bits of the hash: most probes of other strings stop
-                        there, without reading the string (1M distinct names: a third less) */
+                        there, without reading the string (1M distinct names: 0.63 -> 0.50 s) */
     uint32_t nslots;
     /* strings are carved from big blocks to avoid one malloc per string */
     char *block;
