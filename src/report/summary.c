@@ -423,7 +423,9 @@ static tl_view_opts view_opts(const tl_view_def *d, const tl_report_opts *o)
  * memory does not grow with the thread count (scratch_budget). A table of a row per distinct
  * name computed before its turn counts in the budget until it is written (keep). When none
  * runs, the view the writer waits for starts, fitting or not, and so does any other when
- * nothing is held and its table holds no row per name. */
+ * nothing is held and its table holds no row per name. While the writer writes a table, no
+ * view starts that does not fit beside it: a table of 1M names (~70 MB) is not written while
+ * the next such view is computed. */
 typedef struct ahead {
     const tl_trace *t;
     const tl_report_opts *o;
@@ -442,8 +444,9 @@ typedef struct ahead {
     tl_table *res[64];
     tl_error err[64];
     unsigned char started[64], done[64];
-    int taken, stop, nth;
-    double t0; /* when the report began (TALLY_READ_STATS) */
+    int stop, nth;
+    int waiting; /* the view the writer waits for; -1 while it writes (its table held) */
+    double t0;   /* when the report began (TALLY_READ_STATS) */
     pthread_t th[64];
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -585,7 +588,7 @@ static int ahead_pick(const ahead *a, int *left)
         if (a->started[k])
             continue;
         ++*left;
-        if (pick < 0 && ((!a->running && (k == a->taken || (!a->inuse && !a->keep[k]))) ||
+        if (pick < 0 && ((!a->running && (k == a->waiting || (!a->inuse && !a->keep[k]))) ||
                          a->inuse + ahead_need(a, k) <= a->budget))
             pick = p;
     }
@@ -691,7 +694,8 @@ static void ahead_start(ahead *a, const tl_trace *t, const tl_report_opts *o, in
     a->o = o;
     a->n = n;
     a->t0 = tl_now_s();
-    a->taken = a->stop = a->nth = a->running = 0;
+    a->stop = a->nth = a->running = 0;
+    a->waiting = -1;
     a->inuse = 0;
     size_t model = model_bytes(t);
     a->budget = o->scratch_budget ? o->scratch_budget : scratch_budget(model);
@@ -747,18 +751,21 @@ static void ahead_start(ahead *a, const tl_trace *t, const tl_report_opts *o, in
 static tl_table *ahead_take(ahead *a, int k, tl_error *err)
 {
     if (!a->nth) { /* no threads: computed here, in turn */
-        a->taken = k + 1;
         tl_table *res = ahead_compute(a, k, err);
         ahead_computed(a, k);
         return res;
     }
     pthread_mutex_lock(&a->mu);
-    while (!a->done[k])
-        pthread_cond_wait(&a->cv, &a->mu);
+    if (!a->done[k]) { /* k may start now, fitting or not, once nothing runs */
+        a->waiting = k;
+        pthread_cond_broadcast(&a->cv);
+        while (!a->done[k])
+            pthread_cond_wait(&a->cv, &a->mu);
+        a->waiting = -1;
+    }
     tl_table *res = a->res[k];
     a->res[k] = NULL;
     *err = a->err[k];
-    a->taken = k + 1;
     pthread_cond_broadcast(&a->cv);
     pthread_mutex_unlock(&a->mu);
     return res;

@@ -352,20 +352,21 @@ TEST(estimates_count_each_views_distinct_names)
 
 /* A table of a row per name computed before its turn counts against the budget until written:
  * with a budget none of the views with a row per name fits in, they are computed one at a
- * time in the order they are written: at most one computing while the table before it is
- * written (the one-thread report holds one or the other). The report is the same. */
+ * time in the order they are written, each once the table before it is written and freed (as
+ * the one-thread report does: a view computed while the last table was written held both, 225
+ * instead of 171 MB for 1M names at -j 2). The report is the same. */
 TEST(report_holds_one_table_of_names_at_a_time)
 {
     tl_trace t;
     names_trace(&t, 20000, 1);
     static const char views[] = "operator,kernel,ranges,ops";
     const char *names[] = {"operator", "kernel", "ranges", "ops"};
-    size_t least = SIZE_MAX, most = 0, kept = 0;
+    size_t least = SIZE_MAX, most = 0;
     for (int i = 0; i < 4; i++) {
         size_t keep, need = tl_view_estimate(tl_view_lookup(names[i]), &t, &keep);
         least = need < least ? need : least;
         most = need > most ? need : most;
-        kept = keep > kept ? keep : kept;
+        CHECK(keep > 0);
     }
     char *one = report(&t, 1, views);
     tl_report_sched s;
@@ -375,8 +376,8 @@ TEST(report_holds_one_table_of_names_at_a_time)
     CHECK_EQ_INT(s.threads, 4);
     CHECK_EQ_INT(s.most_running, 1);
     CHECK_EQ_INT((long long)s.most_at_once, 0);
-    /* each alone, with at most the table before it, being written */
-    CHECK(s.most_held >= most && s.most_held <= most + kept);
+    /* each alone, not beside the table before it */
+    CHECK_EQ_INT((long long)s.most_held, (long long)most);
     /* in the order they are written, not the costliest first (ops) */
     CHECK_EQ_INT(s.nstarted, 4);
     for (int i = 0; i < 4 && i < s.nstarted; i++)
