@@ -82,8 +82,8 @@ typedef struct tl_report_sched {
                             (the shared results and the tables waiting for their turn
                             included): never above budget */
     size_t most_held;    /* the same at any time, a view running alone included (threads) */
-    int started[64];     /* the views in the order threads started them (0 = the first view
-                            the report writes), nstarted of them */
+    int started[64];     /* the views in the order threads (or the caller, with none) started
+                            them (0 = the first view the report writes), nstarted of them */
     int nstarted;
 } tl_report_sched;
 

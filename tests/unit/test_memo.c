@@ -197,6 +197,22 @@ TEST(report_shares_the_memory_replay_and_releases_it)
         CHECK_EQ_INT(t.memo_[TL_MEMO_MEMORY].state, 0);
         free(many);
     }
+    /* one thread: findings is computed right after the memory view that made the replay,
+     * not after ops (which reads none of it), and the replay released then */
+    tl_report_sched s;
+    memset(&s, 0, sizeof s);
+    char *in_turn = report_sched(&t, 1, "memory,ops,findings", 0, &s);
+    char *in_threads = report(&t, 2, "memory,ops,findings");
+    CHECK(in_turn && in_threads && strcmp(in_turn, in_threads) == 0);
+    CHECK(in_turn && strstr(in_turn, "Findings") != NULL);
+    CHECK_EQ_INT(s.threads, 0);
+    CHECK_EQ_INT(s.nstarted, 3);
+    CHECK_EQ_INT(s.started[0], 0); /* memory */
+    CHECK_EQ_INT(s.started[1], 2); /* findings */
+    CHECK_EQ_INT(s.started[2], 1); /* ops */
+    CHECK_EQ_INT(t.memo_[TL_MEMO_MEMORY].state, 0);
+    free(in_turn);
+    free(in_threads);
     /* a report of views that do not read it makes none */
     char *ops = report(&t, 2, "ops,overview");
     CHECK_EQ_INT(t.memo_[TL_MEMO_MEMORY].state, 0);
