@@ -39,22 +39,22 @@
 
 /* clang-format off */
 const tl_view_def tl_view_defs[] = {
-    /* name         function             needs            sort summary cost memos                scratch mem own own_cats name keep cats     help */
-    {"device",      tl_view_device,      TL_NEEDS_DEVICE, 0,   1,      31,  0,                   4,      0,  32, DEVICE,  0,   0,   0,       "per device and stream: busy time (kernels, copies), utilization"},
-    {"overview",    tl_view_overview,    0,               0,   1,      58,  0,                   1,      0,  24, OPS,     0,   0,   0,       "time per event type (interval union), ratio to the step time"},
-    {"model",       tl_view_model,       0,               0,   1,      41,  0,                   7,      0,  0,  0,       0,   0,   0,       "per step: Dataloader, Forward, Backward, Optimization, Other"},
-    {"perf",        tl_view_perf,        0,               0,   1,      9,   0,                   0,      0,  0,  0,       0,   0,   0,       "step time, reader cost, throughput: avg/max/min"},
-    {"breakdown",   tl_view_breakdown,   0,               0,   0,      93,  0,                   10,     0,  0,  0,       0,   0,   0,       "per step: Kernel, Memcpy, Memset, Runtime, DataLoader, CPU Exec, Other (TensorBoard)"},
-    {"gpu",         tl_view_gpu,         TL_NEEDS_DEVICE, 0,   0,      28,  0,                   0,      0,  50, DEVICE,  0,   0,   0,       "per device over all streams: computation, communication, memcpy, exposed, idle"},
-    {"distributed", tl_view_distributed, TL_NEEDS_DEVICE, 0,   0,      31,  0,                   1,      0,  32, DEVICE,  0,   0,   0,       "communication vs computation and their overlap"},
-    {"operator",    tl_view_operator,    0,               1,   0,      62,  0,                   1,      0,  24, OPS,     108, 84,  OPS,     "host operators: calls, CPU total/self, GPU time of their kernels"},
-    {"kernel",      tl_view_kernel,      TL_NEEDS_DEVICE, 1,   1,      32,  0,                   1,      0,  0,  0,       68,  44,  KERNELS, "kernels by name: calls, total/avg/max/min, share of GPU time"},
-    {"memcpy",      tl_view_memcpy,      TL_NEEDS_DEVICE, 1,   0,      20,  0,                   1,      0,  0,  0,       0,   0,   0,       "copies by kind and memsets: calls, bytes, time, GB/s"},
-    {"ranges",      tl_view_ranges,      0,               1,   1,      25,  0,                   1,      0,  8,  RANGES,  68,  52,  RANGES,  "user-defined ranges by name: calls, total, self, avg/max/min"},
-    {"memory",      tl_view_memory,      TL_NEEDS_MEMORY, 1,   1,      135, 1 << TL_MEMO_MEMORY, 0,      62, 0,  0,       0,   0,   0,       "per device: peak, timeline, what the peak holds, per operator, leaks"},
-    {"ops",         tl_view_ops,         0,               1,   0,      137, 0,                   12,     50, 0,  0,       64,  48,  ROWS,    "PyTorch's key_averages().table(): self/total CPU and CUDA time"},
-    {"gaps",        tl_view_gaps,        TL_NEEDS_DEVICE, 1,   0,      86,  0,                   8,      0,  33, DEVICE,  0,   0,   0,       "GPU idle time, its causes, kernel launches"},
-    {"findings",    tl_view_findings,    0,               0,   1,      259, 1 << TL_MEMO_MEMORY, 11,     0,  0,  0,       8,   0,   HOST,    "ranked findings with their evidence (printed last)"},
+    /* name          function              needs             sort  summary  cost  memos                 scratch  mem  own  own_cats  dev  name  keep  cats      help */
+    {"device",       tl_view_device,       TL_NEEDS_DEVICE,  0,    1,       31,   0,                    4,       0,   32,  DEVICE,   0,   0,    0,    0,        "per device and stream: busy time (kernels, copies), utilization"},
+    {"overview",     tl_view_overview,     0,                0,    1,       58,   0,                    1,       0,   24,  HOST,     16,  0,    0,    0,        "time per event type (interval union), ratio to the step time"},
+    {"model",        tl_view_model,        0,                0,    1,       41,   0,                    7,       0,   0,   0,        0,   0,    0,    0,        "per step: Dataloader, Forward, Backward, Optimization, Other"},
+    {"perf",         tl_view_perf,         0,                0,    1,       9,    0,                    0,       0,   0,   0,        0,   0,    0,    0,        "step time, reader cost, throughput: avg/max/min"},
+    {"breakdown",    tl_view_breakdown,    0,                0,    0,       93,   0,                    10,      0,   30,  RANGES,   48,  0,    0,    0,        "per step: Kernel, Memcpy, Memset, Runtime, DataLoader, CPU Exec, Other (TensorBoard)"},
+    {"gpu",          tl_view_gpu,          TL_NEEDS_DEVICE,  0,    0,       28,   0,                    0,       0,   50,  DEVICE,   0,   0,    0,    0,        "per device over all streams: computation, communication, memcpy, exposed, idle"},
+    {"distributed",  tl_view_distributed,  TL_NEEDS_DEVICE,  0,    0,       31,   0,                    1,       0,   32,  DEVICE,   0,   0,    0,    0,        "communication vs computation and their overlap"},
+    {"operator",     tl_view_operator,     0,                1,    0,       62,   0,                    1,       0,   24,  OPS,      0,   108,  84,   OPS,      "host operators: calls, CPU total/self, GPU time of their kernels"},
+    {"kernel",       tl_view_kernel,       TL_NEEDS_DEVICE,  1,    1,       32,   0,                    1,       0,   0,   0,        0,   68,   44,   KERNELS,  "kernels by name: calls, total/avg/max/min, share of GPU time"},
+    {"memcpy",       tl_view_memcpy,       TL_NEEDS_DEVICE,  1,    0,       20,   0,                    1,       0,   0,   0,        0,   0,    0,    0,        "copies by kind and memsets: calls, bytes, time, GB/s"},
+    {"ranges",       tl_view_ranges,       0,                1,    1,       25,   0,                    1,       0,   8,   RANGES,   0,   68,   52,   RANGES,   "user-defined ranges by name: calls, total, self, avg/max/min"},
+    {"memory",       tl_view_memory,       TL_NEEDS_MEMORY,  1,    1,       135,  1 << TL_MEMO_MEMORY,  0,       62,  0,   0,        0,   0,    0,    0,        "per device: peak, timeline, what the peak holds, per operator, leaks"},
+    {"ops",          tl_view_ops,          0,                1,    0,       137,  0,                    12,      50,  0,   0,        0,   64,   48,   ROWS,     "PyTorch's key_averages().table(): self/total CPU and CUDA time"},
+    {"gaps",         tl_view_gaps,         TL_NEEDS_DEVICE,  1,    0,       86,   0,                    8,       0,   33,  DEVICE,   0,   0,    0,    0,        "GPU idle time, its causes, kernel launches"},
+    {"findings",     tl_view_findings,     0,                0,    1,       259,  1 << TL_MEMO_MEMORY,  11,      0,   0,   0,        60,  8,    0,    HOST,     "ranked findings with their evidence (printed last)"},
 };
 /* clang-format on */
 const int tl_nview_defs = (int)(sizeof tl_view_defs / sizeof tl_view_defs[0]);
@@ -452,9 +452,7 @@ typedef struct ahead {
     pthread_cond_t cv;
 } ahead;
 
-/* The process's resident or peak resident memory in kB (key "VmRSS:" or "VmHWM:" of
- * /proc/self/status); -1 where it cannot be read. For TALLY_READ_STATS only. */
-static long proc_kb(const char *key)
+long tl_proc_kb(const char *key)
 {
     FILE *f = fopen("/proc/self/status", "r");
     if (!f)
@@ -471,9 +469,7 @@ static long proc_kb(const char *key)
     return kb;
 }
 
-/* Reset the peak that VmHWM reports to the memory resident now (Linux: clear_refs 5); 0 when
- * done. For TALLY_READ_STATS only. */
-static int peak_reset(void)
+int tl_peak_reset(void)
 {
     FILE *f = fopen("/proc/self/clear_refs", "w");
     if (!f)
@@ -535,12 +531,12 @@ static tl_table *ahead_compute(const ahead *a, int k, tl_error *err)
     const tl_view_def *d = &tl_view_defs[a->idx[k]];
     tl_view_opts vo = view_opts(d, a->o);
     int stats = getenv("TALLY_READ_STATS") != NULL;
-    long rss0 = stats && !a->nth && peak_reset() == 0 ? proc_kb("VmRSS:") : -1;
+    long rss0 = stats && !a->nth && tl_peak_reset() == 0 ? tl_proc_kb("VmRSS:") : -1;
     double t0 = tl_now_s();
     tl_table *res = d->fn(a->t, &vo, err);
     if (stats) { /* what each view costs (docs/PERFORMANCE.md) */
         double t1 = tl_now_s();
-        long hwm = rss0 >= 0 ? proc_kb("VmHWM:") : -1;
+        long hwm = rss0 >= 0 ? tl_proc_kb("VmHWM:") : -1;
         fprintf(stderr, "tally: view %s: %.3f s (%.3f to %.3f s into the report)", d->name, t1 - t0,
                 t0 - a->t0, t1 - a->t0);
         if (hwm >= 0) /* with its estimate, and the shared results it may make */
@@ -675,8 +671,13 @@ static size_t estimate(const tl_view_def *d, const tl_trace *t, const size_t nca
         nown += (d->own_cats >> c & 1) ? ncat[c] : 0;
     }
     *keep = (size_t)d->keep_name * nnames;
-    return (size_t)d->scratch * t->nev + (size_t)d->scratch_mem * t->nmem +
-           (size_t)d->scratch_own * nown + (size_t)d->scratch_name * nnames;
+    size_t est = (size_t)d->scratch * t->nev + (size_t)d->scratch_mem * t->nmem +
+                 (size_t)d->scratch_own * nown + (size_t)d->scratch_name * nnames;
+    size_t ndev = 0;
+    for (int c = 0; c < TL_CAT_COUNT; c++)
+        ndev += (DEVICE >> c & 1) ? ncat[c] : 0;
+    size_t dev = (size_t)d->scratch_dev * ndev;
+    return dev > est ? dev : est;
 }
 
 size_t tl_view_estimate(const tl_view_def *d, const tl_trace *t, size_t *keep)
@@ -720,7 +721,7 @@ static void ahead_start(ahead *a, const tl_trace *t, const tl_report_opts *o, in
     unsigned cats = 0;
     int by_cat = 0;
     for (int k = 0; (threads > 1 || stats) && k < n; k++) {
-        by_cat |= tl_view_defs[a->idx[k]].own_cats != 0;
+        by_cat |= tl_view_defs[a->idx[k]].own_cats != 0 || tl_view_defs[a->idx[k]].scratch_dev;
         cats |= (unsigned)tl_view_defs[a->idx[k]].name_cats;
     }
     if (by_cat || cats)

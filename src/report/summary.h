@@ -30,6 +30,11 @@ typedef struct tl_view_def {
                          report's threads start no more views at once than their sum fits in
                          its scratch budget */
     int scratch_mem, scratch_own, own_cats;
+    /* At least bytes a device event (kernel, copy, memset, GPU annotation) when that is more
+     * than the sum above: what a view holds for a trace of device work only, where the Kineto
+     * shape's bytes an event fall short (breakdown and findings keep an interval or a gap a
+     * kernel, ~50-60 bytes, where a Kineto trace's nested host events merge into few) */
+    int scratch_dev;
     /* A view with a row per distinct name (ranges, operator, kernel, ops): bytes a distinct
      * name of its categories (name_cats: bits 1 << tl_cat) while it computes (scratch_name, in
      * its scratch estimate) and held by its table from then until the report writes it
@@ -86,6 +91,13 @@ typedef struct tl_report_sched {
                             them (0 = the first view the report writes), nstarted of them */
     int nstarted;
 } tl_report_sched;
+
+/* The process's resident or peak resident memory in kB (key "VmRSS:" or "VmHWM:" of
+ * /proc/self/status); -1 where it cannot be read. And the peak that VmHWM reports reset to the
+ * memory resident now (Linux: clear_refs 5): 0 when done. For TALLY_READ_STATS, which prints
+ * each view's own peak, and the test that holds the estimates to them. */
+long tl_proc_kb(const char *key);
+int tl_peak_reset(void);
 
 /* Check the view list: 0, or -1 with "unknown view 'x'; expected one of: ..." in err. */
 int tl_report_check_views(const char *views, tl_error *err);
