@@ -429,11 +429,11 @@ TEST(report_holds_one_table_of_names_at_a_time)
 
 /* On a trace of device work only (300,000 kernels on one stream), what each view holds while
  * it computes, measured as the rise of the process's peak (Linux: clear_refs 5), is within its
- * estimate (by a third and 1 MB: findings held 21.6 MB against 17.2 here, 61 against 57 at 1M
- * kernels): the estimates of the Kineto shape gave breakdown and findings 10-11 bytes an event
- * where they hold ~50-60 a kernel, so that with threads they ran together over the budget (a
- * file of 1M kernels: 170 MB at -j 2 against 130 MB at -j 1). Not under a sanitizer, whose
- * shadow memory is resident too. */
+ * estimate (by a third, and 2 MB for a huge page: findings held 21.6 MB against 17.2 here, 61
+ * against 57 at 1M kernels): the estimates of the Kineto shape gave breakdown and findings 10-11
+ * bytes an event where they hold ~50-60 a kernel, so that with threads they ran together over the
+ * budget (a file of 1M kernels: 170 MB at -j 2 against 130 MB at -j 1). Not under a sanitizer,
+ * whose shadow memory is resident too. */
 TEST(estimates_hold_a_trace_of_device_work_only)
 {
 #ifdef UNDER_SANITIZER
@@ -473,7 +473,7 @@ TEST(estimates_hold_a_trace_of_device_work_only)
         CHECK(tab != NULL);
         tl_table_free(tab);
         CHECK(rss0 > 0 && peak >= rss0);
-        double held = (double)(peak - rss0) * 1024, allowed = (double)est * 4 / 3 + (1u << 20);
+        double held = (double)(peak - rss0) * 1024, allowed = (double)est * 4 / 3 + (2u << 20);
         if (held > allowed || getenv("TEST_MEMO_VERBOSE"))
             fprintf(stderr, "  %s: held %.1f MB, estimate %.1f MB\n", d->name, held / 1048576,
                     (double)est / 1048576);
