@@ -65,12 +65,15 @@ typedef struct tl_stream_stats {
     double queue_avg;  /* time-weighted mean of that count over the stream's span */
     int64_t *delays;   /* launch delays of linked kernels, ns, sorted ascending */
     size_t ndelays;
+    tl_gap long_max; /* the longest (in the window) of its gaps of TL_LONG_GAP_NS or more, the
+                        earliest of equals; len 0: none */
 } tl_stream_stats;
 
 typedef struct tl_idle {
     tl_stream_stats *streams; /* one per stream with device ops, in track order */
     size_t nstreams;
-    tl_gap *gaps; /* every gap on every stream, in stream order (see tl_idle_top_gaps) */
+    tl_gap *gaps; /* every gap on every stream, in stream order (see tl_idle_top_gaps); with
+                     tl_idle_compute_top, only each stream's longest */
     size_t ngaps;
     int64_t short_ns;       /* "short kernel" threshold used */
     int64_t kernel_wait_ns; /* kernel-wait threshold used */
@@ -86,6 +89,12 @@ int tl_idle_compute(const tl_trace *t, int64_t short_ns, int64_t kernel_wait_ns,
  * it counts (tl_gpu_scope_touches), and every time (span, busy, gaps) inside its window. */
 int tl_idle_compute_ex(const tl_trace *t, const tl_gpu_scope *sc, int64_t short_ns,
                        int64_t kernel_wait_ns, tl_idle *out);
+/* The same, keeping in x->gaps only the keep longest gaps of each stream (TL_GAPS_ALL: every
+ * one; 0: none): the gaps view lists the longest few, findings reads long_max, and a gap a
+ * kernel was 32 bytes held a kernel (1M kernels: 30 MB). */
+#define TL_GAPS_ALL SIZE_MAX
+int tl_idle_compute_top(const tl_trace *t, const tl_gpu_scope *sc, int64_t short_ns,
+                        int64_t kernel_wait_ns, size_t keep, tl_idle *out);
 void tl_idle_free(tl_idle *x);
 /* Reorder x->gaps so that its first min(k, ngaps) entries are the k longest, longest first
  * (ties: earlier first); k = 0 sorts them all. */

@@ -150,10 +150,55 @@ static int comm_name(const tl_trace *t, uint8_t *named, uint32_t id)
     return named[id] == 2;
 }
 
+/* Min-heap on gap order (the "smallest" of the kept gaps at the root). */
+static void sift_down(tl_gap *h, size_t n, size_t i)
+{
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < n && cmp_gap(&h[l], &h[m]) > 0)
+            m = l;
+        if (r < n && cmp_gap(&h[r], &h[m]) > 0)
+            m = r;
+        if (m == i)
+            return;
+        tl_gap tmp = h[i];
+        h[i] = h[m];
+        h[m] = tmp;
+        i = m;
+    }
+}
+
+/* Gap g of a stream whose kept gaps are x->gaps[base, x->ngaps), at most keep of them: added,
+ * or in place of the shortest kept when longer (a heap of them once keep are held). 0, or -1
+ * when out of memory. */
+static int keep_gap(tl_idle *x, size_t base, size_t keep, const tl_gap *g)
+{
+    size_t m = x->ngaps - base;
+    if (m == keep) {
+        if (keep && cmp_gap(g, &x->gaps[base]) < 0) { /* longer than the shortest kept */
+            x->gaps[base] = *g;
+            sift_down(x->gaps + base, keep, 0);
+        }
+        return 0;
+    }
+    if (x->ngaps % 1024 == 0) {
+        tl_gap *ng = realloc(x->gaps, (x->ngaps + 1024) * sizeof *ng);
+        if (!ng)
+            return -1;
+        x->gaps = ng;
+    }
+    x->gaps[x->ngaps++] = *g;
+    if (m + 1 == keep && keep != TL_GAPS_ALL) /* full: the shortest at the root from now on */
+        for (size_t i = keep / 2; i-- > 0;)
+            sift_down(x->gaps + base, keep, i);
+    return 0;
+}
+
 /* Analyse ops [from, to) of one stream track. */
 static int stream_pass(const tl_trace *t, const tl_gpu_scope *sc, uint8_t *named, size_t from,
-                       size_t to, tl_idle *x, tl_stream_stats *st)
+                       size_t to, size_t keep, tl_idle *x, tl_stream_stats *st)
 {
+    size_t base = x->ngaps; /* this stream's kept gaps from here */
     memset(st, 0, sizeof *st);
     st->track = t->ev[from].track;
     st->device = t->tracks[st->track].device;
@@ -194,15 +239,13 @@ static int stream_pass(const tl_trace *t, const tl_gpu_scope *sc, uint8_t *named
                 st->launch_wait = tl_add_sat(st->launch_wait, len);
             }
             if (len > 0) {
-                if (x->ngaps % 1024 == 0) {
-                    tl_gap *ng = realloc(x->gaps, (x->ngaps + 1024) * sizeof *ng);
-                    if (!ng) {
-                        free(q);
-                        return -1;
-                    }
-                    x->gaps = ng;
+                tl_gap g = {prev_end, e->ts, len, st->track, (uint8_t)w};
+                if (raw >= TL_LONG_GAP_NS && len > st->long_max.len)
+                    st->long_max = g;
+                if (keep_gap(x, base, keep, &g) != 0) {
+                    free(q);
+                    return -1;
                 }
-                x->gaps[x->ngaps++] = (tl_gap){prev_end, e->ts, len, st->track, (uint8_t)w};
             }
         }
         if (prev_end == INT64_MIN || e->ts > prev_end)
@@ -281,6 +324,12 @@ int tl_idle_compute(const tl_trace *t, int64_t short_ns, int64_t kernel_wait_ns,
 int tl_idle_compute_ex(const tl_trace *t, const tl_gpu_scope *sc, int64_t short_ns,
                        int64_t kernel_wait_ns, tl_idle *x)
 {
+    return tl_idle_compute_top(t, sc, short_ns, kernel_wait_ns, TL_GAPS_ALL, x);
+}
+
+int tl_idle_compute_top(const tl_trace *t, const tl_gpu_scope *sc, int64_t short_ns,
+                        int64_t kernel_wait_ns, size_t keep, tl_idle *x)
+{
     memset(x, 0, sizeof *x);
     x->short_ns = short_ns > 0 ? short_ns : TL_SHORT_KERNEL_NS_DEFAULT;
     x->kernel_wait_ns = kernel_wait_ns > 0 ? kernel_wait_ns : TL_KERNEL_WAIT_NS_DEFAULT;
@@ -305,7 +354,7 @@ int tl_idle_compute_ex(const tl_trace *t, const tl_gpu_scope *sc, int64_t short_
                     goto oom;
                 x->streams = ns;
             }
-            if (stream_pass(t, sc, named, i, j, x, &x->streams[x->nstreams]) != 0) {
+            if (stream_pass(t, sc, named, i, j, keep, x, &x->streams[x->nstreams]) != 0) {
                 free(x->streams[x->nstreams].delays);
                 goto oom;
             }
@@ -323,24 +372,6 @@ oom:
     free(named);
     tl_idle_free(x);
     return -1;
-}
-
-/* Min-heap on gap order (the "smallest" of the kept gaps at the root). */
-static void sift_down(tl_gap *h, size_t n, size_t i)
-{
-    for (;;) {
-        size_t l = 2 * i + 1, r = l + 1, m = i;
-        if (l < n && cmp_gap(&h[l], &h[m]) > 0)
-            m = l;
-        if (r < n && cmp_gap(&h[r], &h[m]) > 0)
-            m = r;
-        if (m == i)
-            return;
-        tl_gap tmp = h[i];
-        h[i] = h[m];
-        h[m] = tmp;
-        i = m;
-    }
 }
 
 void tl_idle_top_gaps(tl_idle *x, size_t k)

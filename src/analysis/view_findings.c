@@ -375,11 +375,7 @@ static void check_long_gaps(ctx *c)
     }
     if (!s)
         return;
-    const tl_gap *g = NULL;
-    for (size_t i = 0; i < x->ngaps; i++)
-        if (x->gaps[i].track == s->track && x->gaps[i].e - x->gaps[i].s >= LONG_GAP_NS &&
-            (!g || x->gaps[i].len > g->len))
-            g = &x->gaps[i];
+    const tl_gap *g = s->long_max.len > 0 ? &s->long_max : NULL;
     finding *f = g ? add(c, s->long_time) : NULL;
     if (!f)
         return;
@@ -803,7 +799,8 @@ static int run_checks(ctx *c)
     }
     tl_runner r;
     tl_run_start(&r, check_main, early, sizeof *early, 0, nearly);
-    int rc = tl_idle_compute_ex(c->t, &c->sc, c->short_ns, 0, &c->idle);
+    /* no list of gaps: a stream's longest long one is all it reads (long_max) */
+    int rc = tl_idle_compute_top(c->t, &c->sc, c->short_ns, 0, 0, &c->idle);
     for (int k = 0; k < NCHECKS && rc == 0; k++)
         if (!apart || it[k].needs_idle) {
             it[k].c.idle = c->idle;

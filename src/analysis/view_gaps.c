@@ -136,7 +136,9 @@ tl_table *tl_view_gaps_ex(const tl_trace *t, const tl_view_opts *o, int64_t kern
     tl_gpu_scope sc;
     memset(&x, 0, sizeof x);
     int scope_ok = tl_gpu_scope_init(t, o, &sc) == 0;
-    if (!scope_ok || tl_idle_compute_ex(t, &sc, o ? o->threshold_ns : 0, kernel_wait_ns, &x) != 0)
+    int top = o && o->top > 0 ? o->top : 10; /* the gaps listed: each stream's longest kept */
+    if (!scope_ok ||
+        tl_idle_compute_top(t, &sc, o ? o->threshold_ns : 0, kernel_wait_ns, (size_t)top, &x) != 0)
         goto oom;
     idle = tl_table_new("GPU Idle Time", "gpu_idle", idle_cols, I_NCOLS);
     gaps = tl_table_new("Largest GPU Gaps", "gpu_gaps", gap_cols, G_NCOLS);
@@ -249,7 +251,6 @@ tl_table *tl_view_gaps_ex(const tl_trace *t, const tl_view_opts *o, int64_t kern
     tl_table_note(idle, "Queue: ops launched and not yet finished (max, time-weighted avg).");
 
     /* largest gaps */
-    int top = o && o->top > 0 ? o->top : 10;
     tl_idle_top_gaps(&x, (size_t)top);
     if (tl_track_index_build(t, &ix) != 0) {
         free(all.delays);

@@ -53,8 +53,8 @@ const tl_view_def tl_view_defs[] = {
     {"ranges",       tl_view_ranges,       0,                1,    1,       25,   0,                    1,       0,   8,   RANGES,   0,   68,   52,   RANGES,   "user-defined ranges by name: calls, total, self, avg/max/min"},
     {"memory",       tl_view_memory,       TL_NEEDS_MEMORY,  1,    1,       135,  1 << TL_MEMO_MEMORY,  0,       62,  0,   0,        0,   0,    0,    0,        "per device: peak, timeline, what the peak holds, per operator, leaks"},
     {"ops",          tl_view_ops,          0,                1,    0,       137,  0,                    12,      50,  0,   0,        0,   64,   48,   ROWS,     "PyTorch's key_averages().table(): self/total CPU and CUDA time"},
-    {"gaps",         tl_view_gaps,         TL_NEEDS_DEVICE,  1,    0,       86,   0,                    8,       0,   33,  DEVICE,   0,   0,    0,    0,        "GPU idle time, its causes, kernel launches"},
-    {"findings",     tl_view_findings,     0,                0,    1,       259,  1 << TL_MEMO_MEMORY,  11,      0,   0,   0,        60,  8,    0,    HOST,     "ranked findings with their evidence (printed last)"},
+    {"gaps",         tl_view_gaps,         TL_NEEDS_DEVICE,  1,    0,       86,   0,                    4,       0,   33,  DEVICE,   0,   0,    0,    0,        "GPU idle time, its causes, kernel launches"},
+    {"findings",     tl_view_findings,     0,                0,    1,       259,  1 << TL_MEMO_MEMORY,  7,       0,   0,   0,        34,  8,    0,    HOST,     "ranked findings with their evidence (printed last)"},
 };
 /* clang-format on */
 const int tl_nview_defs = (int)(sizeof tl_view_defs / sizeof tl_view_defs[0]);

@@ -211,6 +211,71 @@ TEST(top_gaps_are_the_longest_in_order)
     free(y.gaps);
 }
 
+/* Keeping only each stream's k longest gaps (tl_idle_compute_top: the gaps view keeps its --top,
+ * findings none) lists the same top k as keeping every gap, on three streams of 2,000 kernels
+ * with gaps of many equal lengths, some of them long; and each stream's long_max is the gap the
+ * whole list gives: the longest of those of 1 ms or more, the earliest of equals. */
+TEST(kept_gaps_give_the_same_top_and_longest)
+{
+    enum { N = 2000, NS = 3 };
+    tl_trace t;
+    tl_trace_init(&t);
+    uint32_t st[NS];
+    for (int k = 0; k < NS; k++)
+        st[k] = tl_trace_track(&t, TL_TRACK_STREAM, 1, 7 + k, 0);
+    uint32_t r = 777;
+    for (int k = 0; k < NS; k++) {
+        int64_t ts = 0;
+        for (int i = 0; i < N; i++) {
+            r = r * 1103515245u + 12345u;
+            int64_t gap = (int64_t)((r >> 8) % 7) * 400 * US; /* 0 to 2.4 ms, many equal */
+            ts += gap;
+            fx_ev(&t, st[k], TL_CAT_KERNEL, "k", ts, 50 * US);
+            ts += 50 * US;
+        }
+    }
+    CHECK_EQ_INT(tl_trace_finish(&t), 0);
+    tl_idle all;
+    CHECK_EQ_INT(tl_idle_compute(&t, 0, 0, &all), 0);
+    CHECK_EQ_INT(all.nstreams, NS);
+    CHECK(all.ngaps > 1000);
+    for (int k = 0; k < NS; k++) { /* long_max against the whole list, in stream order */
+        const tl_gap *g = NULL;
+        for (size_t i = 0; i < all.ngaps; i++)
+            if (all.gaps[i].track == all.streams[k].track &&
+                all.gaps[i].e - all.gaps[i].s >= TL_LONG_GAP_NS && (!g || all.gaps[i].len > g->len))
+                g = &all.gaps[i];
+        CHECK(g != NULL);
+        if (g) {
+            CHECK_EQ_INT(all.streams[k].long_max.s, g->s);
+            CHECK_EQ_INT(all.streams[k].long_max.len, g->len);
+        }
+    }
+    tl_idle_top_gaps(&all, 0);
+    static const size_t keeps[] = {1, 3, 10, 64};
+    for (size_t j = 0; j < sizeof keeps / sizeof *keeps; j++) {
+        tl_idle kept;
+        CHECK_EQ_INT(tl_idle_compute_top(&t, NULL, 0, 0, keeps[j], &kept), 0);
+        CHECK_EQ_INT(kept.ngaps, NS * keeps[j]);
+        for (int k = 0; k < NS; k++)
+            CHECK_EQ_INT(kept.streams[k].long_max.s, all.streams[k].long_max.s);
+        tl_idle_top_gaps(&kept, keeps[j]);
+        for (size_t i = 0; i < keeps[j]; i++) {
+            CHECK_EQ_INT(kept.gaps[i].s, all.gaps[i].s);
+            CHECK_EQ_INT(kept.gaps[i].len, all.gaps[i].len);
+            CHECK_EQ_INT(kept.gaps[i].track, all.gaps[i].track);
+        }
+        tl_idle_free(&kept);
+    }
+    tl_idle none;
+    CHECK_EQ_INT(tl_idle_compute_top(&t, NULL, 0, 0, 0, &none), 0);
+    CHECK_EQ_INT(none.ngaps, 0);
+    CHECK_EQ_INT(none.streams[0].long_max.len, all.streams[0].long_max.len);
+    tl_idle_free(&none);
+    tl_idle_free(&all);
+    tl_trace_free(&t);
+}
+
 TEST(cpu_only_trace_gets_empty_tables_with_a_note)
 {
     tl_trace t;
@@ -249,6 +314,7 @@ int main(void)
     RUN(view_tables_carry_the_numbers_and_the_host_range);
     RUN(gap_context_is_the_innermost_range_spanning_it);
     RUN(top_gaps_are_the_longest_in_order);
+    RUN(kept_gaps_give_the_same_top_and_longest);
     RUN(cpu_only_trace_gets_empty_tables_with_a_note);
     RUN(unknown_sort_key_is_an_error);
     return test_summary();
