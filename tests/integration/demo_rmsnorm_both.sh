@@ -8,16 +8,29 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "demo_rmsnorm_both: $*" >&2; exit 1; }
 
-"$TALLY" demo --steps 2 --rmsnorm both --layers 1 --dim 128 --heads 4 --kv-heads 2 --ffn 128 \
-  --seq 64 --batch 2 --vocab 128 --text-bytes 64 -o "$work/out" >"$work/out.txt" 2>"$work/err.txt" ||
-  { cat "$work/err.txt" >&2; fail "tally demo failed"; }
-[ -s "$work/out/demo-unfused.tally" ] || fail "no unfused trace"
-[ -s "$work/out/demo-fused.tally" ] || fail "no fused trace"
-line=$(grep -m1 "^rmsnorm per call:" "$work/out.txt") || { cat "$work/out.txt" >&2; fail "no comparison line"; }
-# 3 rmsnorm calls per forward (2 per layer + final) x 2 steps, in each variant
-grep -q "(6 calls), fused .* (6 calls)" <<<"$line" || fail "unexpected call counts: $line"
-ratio=$(echo "$line" | sed -E 's/.*unfused\/fused = ([0-9.]+)x.*/\1/')
-awk -v r="$ratio" 'BEGIN { exit !(r > 1.0) }' || fail "unfused not slower than fused: $line"
+# The times are of six ~1 ms calls a variant: on a loaded machine (CI runs this under ASan beside
+# other tests) one preemption can turn the ratio; a run is tried again up to three times, and
+# unfused must be the slower in one of them (a real regression loses all three).
+seen=""
+for attempt in 1 2 3; do
+  rm -rf "$work/out"
+  "$TALLY" demo --steps 2 --rmsnorm both --layers 1 --dim 128 --heads 4 --kv-heads 2 --ffn 128 \
+    --seq 64 --batch 2 --vocab 128 --text-bytes 64 -o "$work/out" >"$work/out.txt" 2>"$work/err.txt" ||
+    { cat "$work/err.txt" >&2; fail "tally demo failed"; }
+  [ -s "$work/out/demo-unfused.tally" ] || fail "no unfused trace"
+  [ -s "$work/out/demo-fused.tally" ] || fail "no fused trace"
+  line=$(grep -m1 "^rmsnorm per call:" "$work/out.txt") || { cat "$work/out.txt" >&2; fail "no comparison line"; }
+  # 3 rmsnorm calls per forward (2 per layer + final) x 2 steps, in each variant
+  grep -q "(6 calls), fused .* (6 calls)" <<<"$line" || fail "unexpected call counts: $line"
+  ratio=$(echo "$line" | sed -E 's/.*unfused\/fused = ([0-9.]+)x.*/\1/')
+  if awk -v r="$ratio" 'BEGIN { exit !(r > 1.0) }'; then
+    seen=""
+    break
+  fi
+  seen="$seen
+  try $attempt: $line"
+done
+[ -z "$seen" ] || fail "unfused not slower than fused in three runs:$seen"
 # --format json with both: one JSON document on stdout, an array of the two reports.
 "$TALLY" demo --steps 1 --rmsnorm both --layers 1 --dim 64 --heads 4 --kv-heads 2 --ffn 64 \
   --seq 16 --batch 1 --vocab 64 --text-bytes 16 -o "$work/out2" --format json \
