@@ -168,17 +168,32 @@ static void sift_down(tl_gap *h, size_t n, size_t i)
     }
 }
 
+/* The k gaps of h made a heap, the shortest at the root. */
+static void heap_make(tl_gap *h, size_t k)
+{
+    for (size_t i = k / 2; i-- > 0;)
+        sift_down(h, k, i);
+}
+
+/* *g into the heap h of k gaps when it is longer than the shortest there (swapped with it). */
+static void heap_offer(tl_gap *h, size_t k, tl_gap *g)
+{
+    if (k && cmp_gap(g, &h[0]) < 0) {
+        tl_gap tmp = h[0];
+        h[0] = *g;
+        *g = tmp;
+        sift_down(h, k, 0);
+    }
+}
+
 /* Gap g of a stream whose kept gaps are x->gaps[base, x->ngaps), at most keep of them: added,
  * or in place of the shortest kept when longer (a heap of them once keep are held). 0, or -1
  * when out of memory. */
-static int keep_gap(tl_idle *x, size_t base, size_t keep, const tl_gap *g)
+static int keep_gap(tl_idle *x, size_t base, size_t keep, tl_gap g)
 {
     size_t m = x->ngaps - base;
     if (m == keep) {
-        if (keep && cmp_gap(g, &x->gaps[base]) < 0) { /* longer than the shortest kept */
-            x->gaps[base] = *g;
-            sift_down(x->gaps + base, keep, 0);
-        }
+        heap_offer(x->gaps + base, keep, &g);
         return 0;
     }
     if (x->ngaps % 1024 == 0) {
@@ -187,10 +202,9 @@ static int keep_gap(tl_idle *x, size_t base, size_t keep, const tl_gap *g)
             return -1;
         x->gaps = ng;
     }
-    x->gaps[x->ngaps++] = *g;
-    if (m + 1 == keep && keep != TL_GAPS_ALL) /* full: the shortest at the root from now on */
-        for (size_t i = keep / 2; i-- > 0;)
-            sift_down(x->gaps + base, keep, i);
+    x->gaps[x->ngaps++] = g;
+    if (m + 1 == keep) /* full: the shortest at the root from now on */
+        heap_make(x->gaps + base, keep);
     return 0;
 }
 
@@ -242,7 +256,7 @@ static int stream_pass(const tl_trace *t, const tl_gpu_scope *sc, uint8_t *named
                 tl_gap g = {prev_end, e->ts, len, st->track, (uint8_t)w};
                 if (raw >= TL_LONG_GAP_NS && len > st->long_max.len)
                     st->long_max = g;
-                if (keep_gap(x, base, keep, &g) != 0) {
+                if (keep_gap(x, base, keep, g) != 0) {
                     free(q);
                     return -1;
                 }
@@ -384,16 +398,9 @@ void tl_idle_top_gaps(tl_idle *x, size_t k)
     }
     /* The first k slots become a heap of the k longest seen so far: O(n log k). */
     tl_gap *h = x->gaps;
-    for (size_t i = k / 2; i-- > 0;)
-        sift_down(h, k, i);
-    for (size_t i = k; i < n; i++) {
-        if (cmp_gap(&h[i], &h[0]) < 0) { /* longer than the shortest kept */
-            tl_gap tmp = h[0];
-            h[0] = h[i];
-            h[i] = tmp;
-            sift_down(h, k, 0);
-        }
-    }
+    heap_make(h, k);
+    for (size_t i = k; i < n; i++)
+        heap_offer(h, k, &h[i]);
     qsort(h, k, sizeof *h, cmp_gap);
 }
 

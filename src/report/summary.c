@@ -673,10 +673,9 @@ static size_t estimate(const tl_view_def *d, const tl_trace *t, const size_t nca
     *keep = (size_t)d->keep_name * nnames;
     size_t est = (size_t)d->scratch * t->nev + (size_t)d->scratch_mem * t->nmem +
                  (size_t)d->scratch_own * nown + (size_t)d->scratch_name * nnames;
-    size_t ndev = 0;
-    for (int c = 0; c < TL_CAT_COUNT; c++)
-        ndev += (DEVICE >> c & 1) ? ncat[c] : 0;
-    size_t dev = (size_t)d->scratch_dev * ndev;
+    size_t dev = 0; /* the device work's bound, for the views that have one */
+    for (int c = 0; d->scratch_dev && c < TL_CAT_COUNT; c++)
+        dev += (DEVICE >> c & 1) ? (size_t)d->scratch_dev * ncat[c] : 0;
     return dev > est ? dev : est;
 }
 
