@@ -193,7 +193,8 @@ static int keep_gap(tl_idle *x, size_t base, size_t keep, tl_gap g)
 {
     size_t m = x->ngaps - base;
     if (m == keep) {
-        heap_offer(x->gaps + base, keep, &g);
+        if (keep) /* none kept (findings): x->gaps may be NULL */
+            heap_offer(x->gaps + base, keep, &g);
         return 0;
     }
     if (x->ngaps % 1024 == 0) {
