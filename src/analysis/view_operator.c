@@ -216,9 +216,8 @@ tl_table *tl_view_operator(const tl_trace *t, const tl_view_opts *o, tl_error *e
     }
     acc = tl_big_calloc(nacc ? nacc : 1, sizeof *acc); /* calls 0: not met yet */
     nops = rk.n;
-    oc = tl_big_calloc(nops ? nops : 1, sizeof *oc);
     self = tl_big_alloc((nops ? nops : 1) * sizeof *self);
-    if (!acc || !oc || !self)
+    if (!acc || !self)
         goto oom;
     tl_self_times_of(t, &rk, self); /* children: spans and runtime calls on its thread */
     /* device work: to its owner and every operator above it */
@@ -226,6 +225,10 @@ tl_table *tl_view_operator(const tl_trace *t, const tl_view_opts *o, tl_error *e
         const tl_event *e = &t->ev[i];
         if (!tl_is_device_work(e))
             continue;
+        /* the calls' device time: made with the first device work (16 bytes a call that a
+         * trace of host operators only would hold for nothing) */
+        if (!gpu && !(oc = tl_big_calloc(nops ? nops : 1, sizeof *oc)))
+            goto oom;
         gpu = 1;
         int32_t ow = tl_launch_owner(t, i, TL_CATBIT(TL_CAT_OPERATOR));
         if (ow == TL_NONE) {

@@ -32,6 +32,7 @@
 #include "trace/checked.h"
 #include "trace/grow_array.h"
 #include "trace/natsort.h"
+#include "trace/sort.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -303,14 +304,18 @@ static uint64_t str_hash(const char *s)
     return h;
 }
 
-/* The distinct normalized shape strings of a table (index 0 = none). */
+/* A row keeps its shapes' index in 29 bits. */
+#define MAX_SHAPES (1u << 29)
+
+/* The distinct normalized shape strings of a table (index 0 = none), fewer than MAX_SHAPES. */
 typedef struct shape_set {
     char **str;
     uint32_t n, cap;
     tl_keymap by_hash;
 } shape_set;
 
-/* Index of the normalized form of the string with id sid, adding it; 0 for none, -1 = OOM. */
+/* Index of the normalized form of the string with id sid, adding it; 0 for none, -1 = OOM,
+ * -2 = a row cannot hold it (MAX_SHAPES). */
 static int32_t shape_index(shape_set *ss, const tl_trace *t, uint32_t sid)
 {
     if (!sid)
@@ -328,6 +333,11 @@ static int32_t shape_index(shape_set *ss, const tl_trace *t, uint32_t sid)
     }
     uint64_t h = str_hash(buf);
     int32_t k = tl_keymap_get(&ss->by_hash, h);
+    if (k < 0 && ss->n >= MAX_SHAPES) {
+        if (buf != small)
+            free(buf);
+        return -2;
+    }
     if (k < 0) {
         if (ss->n == ss->cap) {
             uint32_t nc = ss->cap ? ss->cap * 2 : 64;
@@ -364,21 +374,21 @@ static void shape_set_free(shape_set *ss)
     tl_keymap_free(&ss->by_hash);
 }
 
-/* One row of the table, while the view aggregates (56 bytes: a trace of a million distinct
+/* One row of the table, while the view aggregates (48 bytes: a trace of a million distinct
  * names has a million of them; its first start and end are read from its first event). */
 typedef struct ops_row {
     int64_t cpu, self_cpu, cuda, self_cuda;
-    uint32_t count;    /* at most one an event (nev <= INT32_MAX) */
-    uint32_t name;     /* string id, or one of the *_NAME_IDs below */
-    uint32_t shapes;   /* index in the shape_set (group_by_shape), else 0 */
-    uint32_t first_ev; /* its first appearance: an event, or FIRST_MEMREC | a [memory]
-                          record's event; its start and end are read from there */
-    uint32_t orig;     /* the row's index when made: its memory sums are mem[orig] */
-    uint8_t late;      /* gpu_user_annotation: after device work with the same span */
-    uint8_t device;    /* a device row */
-    uint8_t annot;     /* user annotation */
+    uint32_t count;       /* at most one an event (nev <= INT32_MAX) */
+    uint32_t name;        /* string id, or one of the *_NAME_IDs below */
+    uint32_t first_ev;    /* its first appearance: an event, or FIRST_MEMREC | a [memory]
+                             record's event; its start and end are read from there */
+    uint32_t shapes : 29; /* index in the shape_set (group_by_shape), else 0: < MAX_SHAPES */
+    uint32_t late : 1;    /* gpu_user_annotation: after device work with the same span */
+    uint32_t device : 1;  /* a device row */
+    uint32_t annot : 1;   /* user annotation */
 } ops_row;
-_Static_assert(sizeof(ops_row) == 56, "an ops row is 56 bytes");
+_Static_assert(sizeof(ops_row) == 48, "an ops row is 48 bytes");
+#define MAX_SHAPES     (1u << 29)
 
 #define STEP_NAME_ID   UINT32_MAX
 #define MEMORY_NAME_ID (UINT32_MAX - 1)
@@ -436,9 +446,21 @@ static int row_order(const void *pa, const void *pb, void *pt)
     return (a->first_ev > b->first_ev) - (a->first_ev < b->first_ev);
 }
 
-static int row_order_rev(const void *pa, const void *pb, void *pt)
+/* The same as a tl_before_fn of row indices. */
+typedef struct rows_of {
+    const tl_trace *t;
+    const ops_row *rows;
+} rows_of;
+
+static int row_before(const void *ctx, int32_t a, int32_t b)
 {
-    return row_order(pb, pa, pt);
+    const rows_of *x = ctx;
+    return row_order(&x->rows[a], &x->rows[b], (void *)x->t);
+}
+
+static int row_before_rev(const void *ctx, int32_t a, int32_t b)
+{
+    return row_before(ctx, b, a);
 }
 
 /* ---- per event: shared with the SQLite export (ops_events.h) ---------------------------- */
@@ -575,7 +597,7 @@ typedef struct ops_ctx {
     int by_shape;
     ops_row *rows;
     size_t nrows, cap;
-    ops_mem *mem;      /* per row (its orig), cap of them; NULL without [memory] events */
+    ops_mem *mem;      /* per row, cap of them; NULL without [memory] events */
     tl_keymap maps[4]; /* by class: host/device x annotation or not */
     /* The same without shapes, as arrays indexed by name id (one lookup per event, so no hash):
      * row + 1, 0 = none yet. */
@@ -623,11 +645,10 @@ static int32_t row_for(ops_ctx *x, uint32_t nameid, int device, int annot, uint3
     r = (int32_t)x->nrows++;
     x->rows[r] = (ops_row){.name = nameid,
                            .shapes = shapes,
-                           .device = (uint8_t)device,
-                           .annot = (uint8_t)annot,
-                           .late = (uint8_t)late,
-                           .first_ev = ev,
-                           .orig = (uint32_t)r};
+                           .device = device != 0,
+                           .annot = annot != 0,
+                           .late = late != 0,
+                           .first_ev = ev};
     if (x->mem)
         x->mem[r] = (ops_mem){0};
     if (slot)
@@ -661,16 +682,34 @@ static void scratch_free(ops_ctx *x, tl_ops_event **in, int32_t **row, uint8_t *
     *pc = *pd = NULL;
 }
 
+/* The row event i counts in (a row event, one that row_for was asked for), found again as
+ * row_for found it: without group_by_shape a row is a name and a class, found by the name's slot
+ * or, for the step's and other names without one, in the map; so the view keeps no row an event
+ * (4 bytes an event: 9.7 MB of the largest view of the 1 GB trace). With group_by_shape each
+ * event's row is kept in row[] (finding it again would normalize its shapes again). */
+static int32_t event_row(const ops_ctx *x, const int32_t *row, const tl_ops_event *in, size_t i)
+{
+    if (row)
+        return row[i];
+    uint32_t nameid = in[i].step ? STEP_NAME_ID : x->t->ev[i].name;
+    int cls = (in[i].kind == TL_OPS_DEVICE) * 2 + in[i].annot;
+    if (nameid < x->t->strings.count)
+        return x->byname[cls][nameid] - 1;
+    return tl_keymap_get(&x->maps[cls], tl_key2(nameid, 0));
+}
+
 /* The ops view's sums of an event's time terms (tl_ops_times) into its row. */
 typedef struct row_sums {
     ops_row *rows;
-    const int32_t *row; /* per event */
+    const ops_ctx *x;
+    const int32_t *row; /* per event with group_by_shape, else NULL (event_row) */
+    const tl_ops_event *in;
 } row_sums;
 
 static void add_to_row(void *ctx, int32_t ev, tl_ops_term term, int64_t ns)
 {
     const row_sums *c = ctx;
-    ops_row *a = &c->rows[c->row[ev]];
+    ops_row *a = &c->rows[event_row(c->x, c->row, c->in, (size_t)ev)];
     switch (term) {
     case TL_OPS_SELF_CPU:
         a->self_cpu = tl_add_sat(a->self_cpu, ns);
@@ -889,16 +928,17 @@ static void *launches_main(void *arg)
 tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
 {
     size_t n = t->nev;
-    /* per-event scratch: 12 bytes an event (8 + the row), so that a 4-million-event trace
-     * needs 48 MB here */
+    /* per-event scratch: 8 bytes an event (12 with group_by_shape: the row), so that a
+     * 4-million-event trace needs 32 MB here */
+    int by_shape = o && o->group_by_shape;
     tl_ops_event *in = tl_big_alloc((n ? n : 1) * sizeof *in);
-    int32_t *row = tl_big_alloc((n ? n : 1) * sizeof *row); /* the row it counts in, -1: none */
-    uint8_t *named = calloc(t->strings.count ? t->strings.count : 1, 1); /* NM_* per id */
+    int32_t *row = by_shape ? tl_big_alloc((n ? n : 1) * sizeof *row) : NULL; /* -1: none */
+    uint8_t *named = calloc(t->strings.count ? t->strings.count : 1, 1);      /* NM_* per id */
     memrec *mem = NULL;
     int32_t *attributed = NULL;
     int64_t *pc = NULL, *pd = NULL;
     size_t nmem = 0;
-    ops_ctx X = {.t = t, .by_shape = o && o->group_by_shape};
+    ops_ctx X = {.t = t, .by_shape = by_shape};
     ops_row *rows = NULL;
     size_t nrows = 0;
     tl_table *tab = NULL;
@@ -906,7 +946,7 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
     launches_job lj = {.t = t, .in = in};
     tl_runner mr, lr;
     int prep_apart = 0, prep_running = 0, launches_running = 0;
-    if (!in || !row || !named)
+    if (!in || (by_shape && !row) || !named)
         goto oom;
     prep_apart = tl_view_parts(t, n) > 1;
     tl_run_apart(&mr, mem_prep_main, &mp, prep_apart);
@@ -922,7 +962,8 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
     for (size_t i = 0; i < n; i++) {
         const tl_event *e = &t->ev[i];
         const tl_ops_event *x = &in[i];
-        row[i] = -1;
+        if (row)
+            row[i] = -1;
         if (x->kind == TL_OPS_NONE)
             continue;
         uint32_t nameid = x->step ? STEP_NAME_ID : e->name;
@@ -931,6 +972,13 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
         uint32_t shapes = 0;
         if (X.by_shape && e->args) {
             int32_t si = shape_index(&X.shapes, t, e->args);
+            if (si == -2) {
+                tl_error_setc(err, TL_ERR_INPUT,
+                              "ops view: more than %u distinct input shapes: group by name "
+                              "(without --group-by-shape)",
+                              MAX_SHAPES - 1);
+                goto fail;
+            }
             if (si < 0)
                 goto oom;
             shapes = (uint32_t)si;
@@ -940,19 +988,20 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
                             ts + dur, (uint32_t)i);
         if (r < 0)
             goto oom;
-        row[i] = r;
+        if (row)
+            row[i] = r;
         ops_row *a = &X.rows[r];
         a->count++;
         if (!device)
             a->cpu = tl_add_sat(a->cpu, dur);
-        tl_ops_own_terms(t, in, i, add_to_row, &(row_sums){X.rows, row});
+        tl_ops_own_terms(t, in, i, add_to_row, &(row_sums){X.rows, &X, row, in});
     }
     /* device work: to the op that launched it and every op above it */
     tl_run_wait(&lr);
     launches_running = 0;
     if (lj.rc != 0)
         goto oom;
-    tl_ops_launch_terms(t, in, lj.l, lj.n, add_to_row, &(row_sums){X.rows, row});
+    tl_ops_launch_terms(t, in, lj.l, lj.n, add_to_row, &(row_sums){X.rows, &X, row, in});
     free(lj.l);
     lj.l = NULL;
     /* 4. memory: records sorted by time; each host event takes those in [start, end] (on any
@@ -996,7 +1045,7 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
             if (x->merged)
                 continue; /* gone from torch's list: its bytes are in its parent's */
             int64_t hc = tl_sub_sat(pc[hi], pc[lo]), dc = tl_sub_sat(pd[hi], pd[lo]);
-            ops_mem *a = &X.mem[row[i]]; /* rows are not ordered yet: row = orig */
+            ops_mem *a = &X.mem[event_row(&X, row, in, i)]; /* rows are not ordered yet */
             a->cpu = tl_add_sat(a->cpu, hc);
             a->cuda = tl_add_sat(a->cuda, dc);
             if (x->async)
@@ -1004,7 +1053,7 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
             a->self_cpu = tl_add_sat(a->self_cpu, hc);
             a->self_cuda = tl_add_sat(a->self_cuda, dc);
             if (x->eparent != TL_NONE) {
-                ops_mem *pa = &X.mem[row[x->eparent]];
+                ops_mem *pa = &X.mem[event_row(&X, row, in, (size_t)x->eparent)];
                 pa->self_cpu = tl_sub_sat(pa->self_cpu, hc);
                 pa->self_cuda = tl_sub_sat(pa->self_cuda, dc);
             }
@@ -1033,8 +1082,23 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
     rows = X.rows;
     nrows = X.nrows;
     int lazy = o && o->made_rows && nrows > 0 && nrows <= INT_MAX; /* none: held, empty */
-    if (rows) /* made rows: first appearance first; held: the last first, see 6 */
-        qsort_r(rows, nrows, sizeof *rows, lazy ? row_order : row_order_rev, (void *)t);
+    /* made rows: first appearance first; held: the last first, see 6. An index sorted, then
+     * the rows and their memory sums moved into its order in place: 4 bytes a row (qsort_r of
+     * 56-byte rows took 16 more, and each row carried its index for the memory sums) */
+    if (nrows > 1) {
+        int32_t *perm = malloc(nrows * sizeof *perm);
+        if (!perm)
+            goto oom;
+        for (size_t r = 0; r < nrows; r++)
+            perm[r] = (int32_t)r;
+        tl_sort_index(perm, nrows, lazy ? row_before : row_before_rev, &(rows_of){t, rows});
+        ops_row held;
+        tl_permute(rows, nrows, sizeof *rows, perm, &held);
+        ops_mem mheld;
+        if (X.mem)
+            tl_permute(X.mem, nrows, sizeof *X.mem, perm, &mheld);
+        free(perm);
+    }
     ops_put P = {.nmem = nmem > 0, .by_shape = X.by_shape, .shapes = &X.shapes, .t = t};
     for (size_t r = 0; r < nrows; r++)
         if (rows[r].self_cuda > 0)
@@ -1045,7 +1109,7 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
         P.sum_self_cpu = tl_add_sat(P.sum_self_cpu, rows[r].self_cpu);
         if (rows[r].device && !rows[r].annot)
             P.sum_self_cuda = tl_add_sat(P.sum_self_cuda, rows[r].self_cuda);
-        if (X.mem && X.mem[r].self_cuda > 0) /* by orig: any order will do */
+        if (X.mem && X.mem[r].self_cuda > 0)
             P.has_cuda_mem = 1;
     }
     int use[K_NCOLS];
@@ -1094,7 +1158,7 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
         static const ops_mem none;
         for (size_t k = 0; k < nrows; k++) {
             ops_row a = rows[k]; /* a copy: the words may overwrite it */
-            ops_mem mm = X.mem ? X.mem[a.orig] : none;
+            ops_mem mm = X.mem ? X.mem[k] : none;
             row_words(&m->put, &a, &mm, m->w + k * (size_t)m->stride, 1);
         }
         if (fits) {
@@ -1121,7 +1185,7 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
             int r = tl_table_add_row(tab);
             if (r < 0)
                 goto oom;
-            put_row(tab, r, &P, &rows[i], X.mem ? &X.mem[rows[i].orig] : &none);
+            put_row(tab, r, &P, &rows[i], X.mem ? &X.mem[i] : &none);
             if (i % 65536 == 0 && i > 0) {
                 ops_row *nr = realloc(X.rows, i * sizeof *nr);
                 if (nr)

@@ -47,12 +47,12 @@ const tl_view_def tl_view_defs[] = {
     {"breakdown",    tl_view_breakdown,    0,                0,    0,       93,   0,                    10,      0,   30,  RANGES,   48,  0,    0,    0,        "per step: Kernel, Memcpy, Memset, Runtime, DataLoader, CPU Exec, Other (TensorBoard)"},
     {"gpu",          tl_view_gpu,          TL_NEEDS_DEVICE,  0,    0,       28,   0,                    0,       0,   50,  DEVICE,   0,   0,    0,    0,        "per device over all streams: computation, communication, memcpy, exposed, idle"},
     {"distributed",  tl_view_distributed,  TL_NEEDS_DEVICE,  0,    0,       31,   0,                    1,       0,   32,  DEVICE,   0,   0,    0,    0,        "communication vs computation and their overlap"},
-    {"operator",     tl_view_operator,     0,                1,    0,       62,   0,                    1,       0,   24,  OPS,      0,   108,  84,   OPS,      "host operators: calls, CPU total/self, GPU time of their kernels"},
-    {"kernel",       tl_view_kernel,       TL_NEEDS_DEVICE,  1,    1,       32,   0,                    1,       0,   0,   0,        0,   68,   44,   KERNELS,  "kernels by name: calls, total/avg/max/min, share of GPU time"},
+    {"operator",     tl_view_operator,     0,                1,    0,       62,   0,                    1,       0,   24,  OPS,      0,   88,   84,   OPS,      "host operators: calls, CPU total/self, GPU time of their kernels"},
+    {"kernel",       tl_view_kernel,       TL_NEEDS_DEVICE,  1,    1,       32,   0,                    1,       0,   0,   0,        0,   53,   44,   KERNELS,  "kernels by name: calls, total/avg/max/min, share of GPU time"},
     {"memcpy",       tl_view_memcpy,       TL_NEEDS_DEVICE,  1,    0,       20,   0,                    1,       0,   0,   0,        0,   0,    0,    0,        "copies by kind and memsets: calls, bytes, time, GB/s"},
-    {"ranges",       tl_view_ranges,       0,                1,    1,       25,   0,                    1,       0,   8,   RANGES,   0,   68,   52,   RANGES,   "user-defined ranges by name: calls, total, self, avg/max/min"},
+    {"ranges",       tl_view_ranges,       0,                1,    1,       25,   0,                    1,       0,   8,   RANGES,   0,   53,   52,   RANGES,   "user-defined ranges by name: calls, total, self, avg/max/min"},
     {"memory",       tl_view_memory,       TL_NEEDS_MEMORY,  1,    1,       135,  1 << TL_MEMO_MEMORY,  0,       62,  0,   0,        0,   0,    0,    0,        "per device: peak, timeline, what the peak holds, per operator, leaks"},
-    {"ops",          tl_view_ops,          0,                1,    0,       137,  0,                    12,      50,  0,   0,        0,   64,   48,   ROWS,     "PyTorch's key_averages().table(): self/total CPU and CUDA time"},
+    {"ops",          tl_view_ops,          0,                1,    0,       137,  0,                    9,       50,  0,   0,        0,   53,   48,   ROWS,     "PyTorch's key_averages().table(): self/total CPU and CUDA time"},
     {"gaps",         tl_view_gaps,         TL_NEEDS_DEVICE,  1,    0,       86,   0,                    4,       0,   33,  DEVICE,   0,   0,    0,    0,        "GPU idle time, its causes, kernel launches"},
     {"findings",     tl_view_findings,     0,                0,    1,       259,  1 << TL_MEMO_MEMORY,  7,       0,   0,   0,        34,  8,    0,    HOST,     "ranked findings with their evidence (printed last)"},
 };
@@ -573,6 +573,22 @@ static size_t ahead_need(const ahead *a, int k)
     return a->need[k] + ahead_memo_need(a, k, 1);
 }
 
+/* Whether view k fits now: its estimate within the budget beside what is in use; and for a
+ * view whose table is held until written (keep: a row per name), that table too beside the
+ * largest view written before it that has not started, which computes while the table waits
+ * (the kernels' table of 1M names, 42 MB, computed first at -j 2 was held through gpu's 47 MB:
+ * 190 MB against 172 one table at a time). */
+static int ahead_fits(const ahead *a, int k)
+{
+    if (a->inuse + ahead_need(a, k) > a->budget)
+        return 0;
+    size_t before = 0;
+    for (int j = 0; a->keep[k] && j < k; j++)
+        if (!a->started[j] && ahead_need(a, j) > before)
+            before = ahead_need(a, j);
+    return !a->keep[k] || a->inuse + a->keep[k] + before <= a->budget;
+}
+
 /* The position in a->order of the view a thread may start now, or -1 when none may; *left:
  * the views not yet started. Under a->mu. */
 static int ahead_pick(const ahead *a, int *left)
@@ -584,8 +600,8 @@ static int ahead_pick(const ahead *a, int *left)
         if (a->started[k])
             continue;
         ++*left;
-        if (pick < 0 && ((!a->running && (k == a->waiting || (!a->inuse && !a->keep[k]))) ||
-                         a->inuse + ahead_need(a, k) <= a->budget))
+        if (pick < 0 &&
+            ((!a->running && (k == a->waiting || (!a->inuse && !a->keep[k]))) || ahead_fits(a, k)))
             pick = p;
     }
     return pick;

@@ -21,6 +21,7 @@
  * to check with ferror(); nothing here exits or prints anywhere else.
  */
 #include "report/table.h"
+#include "trace/sort.h"
 
 #include "trace/checked.h"
 
@@ -545,85 +546,102 @@ static int cmp_cells(const tl_cell *a, const tl_cell *b, tl_coltype ty)
     return (a->d > b->d) - (a->d < b->d);
 }
 
+/* Negative when cell a goes before cell b: empty cells and NaN last in either direction, the
+ * rest by cmp_cells (reversed when desc). 0 when they tie. */
+static int cell_before(const tl_cell *a, const tl_cell *b, tl_coltype ty, int desc)
+{
+    if (!a->set || !b->set)
+        return a->set ? -1 : b->set ? 1 : 0;
+    if (ty != TL_COL_STR && !is_int_type(ty) && (isnan(a->d) || isnan(b->d)))
+        return cmp_cells(a, b, ty);
+    int r = cmp_cells(a, b, ty);
+    return desc ? -r : r;
+}
+
+/* A table of made rows sorts the key of each row made once: 8 bytes (a number, or a string's
+ * pointer; which, the column's type says) and a byte of flags. */
+typedef union made_key {
+    int64_t i;
+    double d;
+    char *s;
+} made_key;
+
+enum { KEY_SET = 1, KEY_OWNED = 2 };
+
+/* A sort of rows from + i (i = 0..n-1) by their cells of column col: the index of each row is
+ * its place before the sort, and ties keep that order (a stable sort). */
 typedef struct sort_ctx {
     const tl_table *t;
-    int col, desc;
-    const tl_cell *keys; /* a table of made rows: row from + i's key cell is keys[i] */
-    int from;
+    int col, desc, from;
+    const made_key *key; /* a table of made rows: the key of row from + i is key[i] */
+    const uint8_t *fl;   /* and its KEY_* flags */
 } sort_ctx;
 
-/* Negative when row a goes before row b. Empty cells go last in either direction. */
-static int row_before(const sort_ctx *x, int a, int b)
+static int place_before(const void *ctx, int32_t a, int32_t b)
 {
-    const tl_cell *ca = x->keys ? &x->keys[a - x->from] : ccell_at(x->t, a, x->col);
-    const tl_cell *cb = x->keys ? &x->keys[b - x->from] : ccell_at(x->t, b, x->col);
-    if (!ca->set || !cb->set)
-        return ca->set ? -1 : cb->set ? 1 : 0;
-    tl_coltype ty = x->t->cols[x->col].type;
-    if (ty != TL_COL_STR && !is_int_type(ty) && (isnan(ca->d) || isnan(cb->d)))
-        return cmp_cells(ca, cb, ty);
-    int r = cmp_cells(ca, cb, ty);
-    return x->desc ? -r : r;
+    const sort_ctx *x = ctx;
+    tl_cell ka, kb;
+    const tl_cell *ca = &ka, *cb = &kb;
+    if (x->key) {
+        ka = (tl_cell){.i = x->key[a].i, .set = x->fl[a] & KEY_SET};
+        kb = (tl_cell){.i = x->key[b].i, .set = x->fl[b] & KEY_SET};
+    } else {
+        ca = ccell_at(x->t, x->from + a, x->col);
+        cb = ccell_at(x->t, x->from + b, x->col);
+    }
+    int r = cell_before(ca, cb, x->t->cols[x->col].type, x->desc);
+    return r ? r : a < b ? -1 : 1;
 }
 
-/* Merge sort of row indices: stable, O(n log n), no global state. */
-static void merge_sort(const sort_ctx *x, int *v, int *tmp, int n)
-{
-    if (n < 2)
-        return;
-    int h = n / 2;
-    merge_sort(x, v, tmp, h);
-    merge_sort(x, v + h, tmp, n - h);
-    int i = 0, j = h, k = 0;
-    while (i < h && j < n)
-        tmp[k++] = row_before(x, v[j], v[i]) < 0 ? v[j++] : v[i++];
-    while (i < h)
-        tmp[k++] = v[i++];
-    while (j < n)
-        tmp[k++] = v[j++];
-    memcpy(v, tmp, (size_t)n * sizeof *v);
-}
-
-/* tl_table_sort of a table of made rows: the key cells of rows [from, from + n) are made once
- * (a string the row owns is copied: the next row made frees it), the same merge sort orders
- * them, and the rows' order takes the result; no row is held as cells. */
+/* tl_table_sort of a table of made rows: the key of each of rows [from, from + n) made once (a
+ * string the row owns is copied: the next row made frees it), their places sorted in place, and
+ * the rows' order takes the result; no row is held as cells. The first sort sorts the order
+ * itself (it is the places then): 13 bytes a row with the order (a merge sort of the key cells
+ * held 28); a later one sorts an index of places and maps it through. */
 static void sort_made(tl_table *t, int col, int desc, int from, int n)
 {
     struct tl_rows *R = t->rows;
-    int str = t->cols[col].type == TL_COL_STR;
-    tl_cell *keys = calloc((size_t)n, sizeof *keys);
-    int *idx = malloc((size_t)n * sizeof *idx);
-    int *tmp = malloc((size_t)n * sizeof *tmp);
-    int *order = R->order ? R->order : malloc((size_t)t->nrows * sizeof *order);
-    if (!keys || !idx || !tmp || !order)
+    int str = t->cols[col].type == TL_COL_STR, first = !R->order;
+    made_key *key = malloc((size_t)n * sizeof *key);
+    uint8_t *fl = malloc((size_t)n);
+    int *order = first ? malloc((size_t)t->nrows * sizeof *order) : R->order;
+    int32_t *idx = !first ? malloc((size_t)n * sizeof *idx) : order ? order + from : NULL;
+    int nkeys = 0;
+    if (!key || !fl || !idx)
         goto out;
-    if (!R->order)
-        for (int i = 0; i < t->nrows; i++)
-            order[i] = i;
-    R->order = order;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n; i++, nkeys++) {
         const tl_cell *c = made_cell(t, from + i, col);
-        keys[i] = *c;
-        if (str && c->set && !c->borrowed)
-            keys[i].s = xstrdup(c->s); /* NULL when out of memory: compares as "" */
-        keys[i].borrowed = str && c->borrowed;
-        idx[i] = from + i;
+        fl[i] = c->set ? KEY_SET : 0;
+        key[i].i = c->i;
+        if (str && c->set && !c->borrowed) {
+            key[i].s = xstrdup(c->s); /* NULL when out of memory: compares as "" */
+            fl[i] |= KEY_OWNED;
+        }
+        idx[i] = i;
     }
-    sort_ctx x = {t, col, desc, keys, from};
-    merge_sort(&x, idx, tmp, n);
-    for (int i = 0; i < n; i++)
-        tmp[i] = order[idx[i]];
-    memcpy(order + from, tmp, (size_t)n * sizeof *tmp);
+    tl_sort_index(idx, (size_t)n, place_before, &(sort_ctx){t, col, desc, from, key, fl});
+    if (first) {
+        for (int i = 0; i < from; i++)
+            order[i] = i;
+        for (int i = 0; i < n; i++)
+            idx[i] += from;
+        R->order = order;
+    } else {
+        for (int i = 0; i < n; i++)
+            idx[i] = order[from + idx[i]];
+        memcpy(order + from, idx, (size_t)n * sizeof *idx);
+    }
     R->made = -1;
 out:
-    if (!R->order)
+    if (first && !R->order)
         free(order);
-    for (int i = 0; keys && str && i < n; i++)
-        if (!keys[i].borrowed)
-            free(keys[i].s);
-    free(keys);
-    free(idx);
-    free(tmp);
+    else if (!first)
+        free(idx);
+    for (int i = 0; str && i < nkeys; i++)
+        if (fl[i] & KEY_OWNED)
+            free(key[i].s);
+    free(key);
+    free(fl);
 }
 
 void tl_table_sort(tl_table *t, int col, int desc, int from)
@@ -639,39 +657,18 @@ void tl_table_sort(tl_table *t, int col, int desc, int from)
         sort_made(t, col, desc, from, n);
         return;
     }
-    int *idx = malloc((size_t)n * sizeof *idx);
-    int *tmp = malloc((size_t)n * sizeof *tmp);
+    /* the rows' places sorted, then the rows moved into that order in place, holding one row
+     * aside (a copy of every row would double the table's memory) */
+    int32_t *idx = malloc((size_t)n * sizeof *idx);
     tl_cell *held = malloc((size_t)t->ncols * sizeof *held);
-    if (!idx || !tmp || !held)
-        goto out;
-    for (int i = 0; i < n; i++)
-        idx[i] = from + i;
-    sort_ctx x = {t, col, desc, NULL, 0};
-    merge_sort(&x, idx, tmp, n);
-    /* Row from + i takes row idx[i]: the permutation is applied in place, a cycle at a time,
-     * holding one row aside (a copy of every row would double the table's memory). */
-    size_t rowb = (size_t)t->ncols * sizeof *held;
-    memset(tmp, 0, (size_t)n * sizeof *tmp); /* done[i] */
-    for (int i = 0; i < n; i++) {
-        if (tmp[i] || idx[i] == from + i)
-            continue;
-        memcpy(held, &t->cells[(size_t)(from + i) * t->ncols], rowb);
-        int j = i;
-        for (;;) {
-            int k = idx[j] - from;
-            tmp[j] = 1;
-            if (k == i) {
-                memcpy(&t->cells[(size_t)(from + j) * t->ncols], held, rowb);
-                break;
-            }
-            memcpy(&t->cells[(size_t)(from + j) * t->ncols],
-                   &t->cells[(size_t)(from + k) * t->ncols], rowb);
-            j = k;
-        }
+    if (idx && held) {
+        for (int i = 0; i < n; i++)
+            idx[i] = i;
+        tl_sort_index(idx, (size_t)n, place_before, &(sort_ctx){t, col, desc, from, NULL, NULL});
+        tl_permute(&t->cells[(size_t)from * t->ncols], (size_t)n, (size_t)t->ncols * sizeof *held,
+                   idx, held);
     }
-out:
     free(idx);
-    free(tmp);
     free(held);
 }
 
