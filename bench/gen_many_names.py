@@ -16,6 +16,8 @@ import sys
 
 def main():
     args = [a for a in sys.argv[1:]]
+    if not args or args[0] in ("-h", "--help") or args[0].startswith("-"):
+        sys.exit(__doc__)
     one = "--one-name" in args
     if one:
         args.remove("--one-name")
