@@ -8,9 +8,11 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -95,8 +97,33 @@ void cli_catch_cut_files(void)
     sigaction(SIGBUS, &sa, NULL);
 }
 
+/* Transparent huge pages only for a trace whose arrays are big: where the system makes every
+ * anonymous 2 MB stretch a huge page (THP "always"), a small trace's half-used arrays and the
+ * parts of a parallel read each held whole 2 MB pages (a 31 MB trace: 10.7-11.0 MB at -j 2
+ * against 9.5 without, a 10 MB one 7.9 against 6.2), where speed is no matter. A plain JSON
+ * trace's arrays are ~a fifth of the file, a .gz's ~twice it, a .tally's ~four times: under 16
+ * MB of them, none; above, the system's default again (a later, bigger input). The CLI's own
+ * process only: set after any program it runs has been started, and never in the library. */
+static void huge_pages_for(const char *path)
+{
+#ifdef PR_SET_THP_DISABLE
+    struct stat st;
+    if (!path || !strcmp(path, "-") || stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+        return;
+    size_t n = strlen(path);
+    uint64_t size = (uint64_t)st.st_size;
+    uint64_t arrays = n > 3 && !strcmp(path + n - 3, ".gz")      ? size * 2
+                      : n > 6 && !strcmp(path + n - 6, ".tally") ? size * 4
+                                                                 : size / 5;
+    prctl(PR_SET_THP_DISABLE, arrays < ((uint64_t)16 << 20) ? 1 : 0, 0, 0, 0);
+#else
+    (void)path;
+#endif
+}
+
 int cli_load(const char *verb, tl_trace *t, const char *path, int progress)
 {
+    huge_pages_for(path);
     tl_error err = {{0}};
     loading_verb = verb;
     loading_path = path;

@@ -752,6 +752,23 @@ static void ahead_start(ahead *a, const tl_trace *t, const tl_report_opts *o, in
         }
         a->order[j] = k;
     }
+    /* Threads the budget has work for: as many as the smallest estimates fit in it together,
+     * one at least. A small trace's budget fits none or one: its views are then computed here,
+     * in turn, not by threads that could only take turns, each holding a stack and an arena of
+     * its own (a 31 MB trace at -j 16: 11.3 MB against 8.5 at -j 1). A budget the caller set
+     * keeps the threads asked for (the tests of the threads' schedule set tight ones). */
+    size_t by_need[64], fit = 0;
+    int most = 0;
+    for (int k = 0; k < n; k++) { /* ascending */
+        int j = k;
+        for (; j > 0 && by_need[j - 1] > a->need[k]; j--)
+            by_need[j] = by_need[j - 1];
+        by_need[j] = a->need[k];
+    }
+    while (most < n && by_need[most] <= a->budget - fit)
+        fit += by_need[most++];
+    if (!o->scratch_budget && threads > most)
+        threads = most > 1 ? most : 1;
     if (stats)
         fprintf(stderr, "tally: views: %d threads, scratch at once %.1f MB (the trace %.1f MB)\n",
                 threads > 1 ? threads : 0, (double)a->budget / 1048576, (double)model / 1048576);
