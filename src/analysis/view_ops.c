@@ -388,7 +388,6 @@ typedef struct ops_row {
     uint32_t annot : 1;   /* user annotation */
 } ops_row;
 _Static_assert(sizeof(ops_row) == 48, "an ops row is 48 bytes");
-#define MAX_SHAPES     (1u << 29)
 
 #define STEP_NAME_ID   UINT32_MAX
 #define MEMORY_NAME_ID (UINT32_MAX - 1)
@@ -1086,7 +1085,7 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
      * the rows and their memory sums moved into its order in place: 4 bytes a row (qsort_r of
      * 56-byte rows took 16 more, and each row carried its index for the memory sums) */
     if (nrows > 1) {
-        int32_t *perm = malloc(nrows * sizeof *perm);
+        int32_t *perm = nrows <= INT32_MAX ? malloc(nrows * sizeof *perm) : NULL;
         if (!perm)
             goto oom;
         for (size_t r = 0; r < nrows; r++)
