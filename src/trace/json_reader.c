@@ -3236,7 +3236,7 @@ static int read_threads(const tl_trace *t)
 }
 
 /* Bytes of a part: 2 MB; less for a small file, so that every thread has some, and so that a
- * window (threads × part) is at most a 32nd of the file or 4 MB; 512 KB at least. A window is
+ * window (threads × part) is at most a 32nd of the file or 1 MB; 512 KB at least. A window is
  * mapped while it is parsed, so its size is what the read holds beside the model: 8 MB parts
  * read a 92 MB file no faster and held 0.53x the file at peak with 2 threads (0.38x with 2 MB;
  * one thread 0.29x); at 16 threads 2 MB parts held 0.69x, 512 KB 0.39x, for 8 % more time on
@@ -3253,10 +3253,12 @@ static long long part_asked(void)
 
 #define PART_MIN ((size_t)512 << 10)
 
-/* The most a window holds: a 32nd of the file, or 4 MB. */
+/* The most a window holds: a 32nd of the file, or 1 MB (4 MB held a 31 MB trace's read at 0.33x
+ * with 2 threads and 0.35x with 16, 1 MB at 0.31x, in the same time; a 92 MB file's in the same
+ * time and memory). */
 static uint64_t window_most(uint64_t file)
 {
-    return file / 32 > (4u << 20) ? file / 32 : (4u << 20);
+    return file / 32 > (1u << 20) ? file / 32 : (1u << 20);
 }
 
 static size_t part_size(uint64_t file, int threads)
@@ -3273,7 +3275,7 @@ static size_t part_size(uint64_t file, int threads)
 }
 
 /* The threads that parse a file of this size: as many as asked, but each with a part of 512 KB
- * at least of a window of at most a 32nd of the file or 4 MB (a 92 MB file: 8), so that the
+ * at least of a window of at most a 32nd of the file or 1 MB (a 92 MB file: 5), so that the
  * window and the two sets of parts held beside the model do not grow with the thread count (16
  * threads read a 92 MB file with 8 MB windows and held 0.33x it, 8 threads 0.28x, in the same
  * time on 2 cores; on 16 cores the parse of such a file is a few tens of ms either way). Parts
