@@ -19,6 +19,7 @@
 #include "trace/grow_array.h"
 #include "trace/inflate.h"
 #include "trace/model.h"
+#include "trace/u64map.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -121,6 +122,11 @@ typedef struct jr {
      * do have them read again at the end (read_flows_again). elem_start: where the element
      * being parsed starts in buf. */
     int flows_at;
+    /* a runtime call or device work without a correlation id was met: the trace will need its
+     * flows (flows_needed), so those after it are kept whole, not read again at the end (one
+     * pass and the driver at once, the parts from the next window they begin; read_flows_again
+     * puts the flows read again first, so they stay in file order) */
+    int uncorrelated;
     uint64_t *flow_at;
     size_t nflow_at, cap_flow_at;
     size_t elem_start;
@@ -1876,6 +1882,13 @@ static void commit_event(jr *r, raw_event *ev)
     e->cat = (uint16_t)cat;
     e->track = track;
     e->corr = ev->corr;
+    if (!ev->corr && r->flows_at &&
+        (cat == TL_CAT_RUNTIME || cat == TL_CAT_KERNEL || cat == TL_CAT_MEMCPY ||
+         cat == TL_CAT_MEMSET)) {
+        r->uncorrelated = 1;
+        if (r->mode != JR_PART)
+            r->flows_at = 0;
+    }
     e->name = intern_js(r, name);
     if (ph != 'X' && ph != 'B')
         e->flags |= TL_EV_INSTANT;
@@ -2343,19 +2356,64 @@ static int run(jr *r)
 /* Flows are the only link in some traces (old Kineto "async", Paddle "launch"): give both ends
  * the flow id as their correlation id when they have none. Needs the model sorted by track and
  * time (after tl_trace_finish). */
-static int32_t find_slice(const tl_trace *t, const size_t *first, uint32_t track, int64_t ts,
-                          int enclosing)
+
+/* The first of a track's events [beg, end) with ts > the given ts (end when none), searched from
+ * hint, where the last search on the track ended: flows come in file order, mostly in time
+ * order on each track, so the answer is mostly at or near the hint (a gallop, then a binary
+ * search in what it brackets: O(log distance), so out-of-order flows cost what a binary search
+ * of the track costs). */
+static size_t first_after(const tl_event *ev, size_t beg, size_t end, size_t hint, int64_t ts)
 {
-    /* binary search, among the track's events [first[track], first[track + 1]), for the first
-     * with ts > given ts */
-    size_t lo = first[track], hi = first[track + 1], beg = lo, end = hi;
-    while (lo < hi) {
+    size_t lo, hi;
+    if (hint < beg || hint > end)
+        hint = beg;
+    if (hint < end && ev[hint].ts <= ts) { /* the answer is past hint */
+        lo = hint + 1;
+        size_t step = 1;
+        for (;;) {
+            size_t probe = step <= end - lo ? lo + step - 1 : end;
+            if (probe == end || ev[probe].ts > ts) {
+                hi = probe;
+                break;
+            }
+            lo = probe + 1;
+            step *= 2;
+        }
+    } else { /* the answer is at or before hint */
+        hi = hint;
+        size_t step = 1;
+        for (;;) {
+            if (hi == beg) {
+                lo = beg;
+                break;
+            }
+            size_t probe = step <= hi - beg ? hi - step : beg;
+            if (ev[probe].ts <= ts) {
+                lo = probe + 1;
+                break;
+            }
+            hi = probe;
+            step *= 2;
+        }
+    }
+    while (lo < hi) { /* ev[lo - 1].ts <= ts (or lo == beg), ev[hi].ts > ts (or hi == end) */
         size_t mid = lo + (hi - lo) / 2;
-        if (t->ev[mid].ts <= ts)
+        if (ev[mid].ts <= ts)
             lo = mid + 1;
         else
             hi = mid;
     }
+    return lo;
+}
+
+/* The event a flow at ts on the track of events [beg, end) binds to: the innermost span that
+ * encloses ts (enclosing), else the slice starting at ts or the next one; TL_NONE when none.
+ * *hint: where the last search on the track ended, moved to where this one did. */
+static int32_t find_slice(const tl_trace *t, size_t beg, size_t end, size_t *hint, int64_t ts,
+                          int enclosing)
+{
+    size_t lo = first_after(t->ev, beg, end, *hint, ts);
+    *hint = lo;
     if (enclosing) {
         /* the innermost enclosing span: scan back a little */
         for (size_t k = lo, n = 0; k > beg && n < 64; k--, n++) {
@@ -2386,54 +2444,53 @@ static int flows_needed(const tl_trace *t)
     return 0;
 }
 
-/* A flow names its track by (pid, tid) on a host thread and by (device, stream) on a device:
- * the tracks in the order of that key, for a binary search per flow (a scan of the tracks per
+/* A flow names its track by (pid, tid) on a host thread and by (device, stream) on a device;
+ * the first track of a key wins. Found in a hash of the tracks by that key (a binary search of
+ * the sorted keys per flow was a fifth of a million flows' linking, a scan of the tracks per
  * flow made a million flows over 50k threads take a minute). */
-typedef struct track_key {
-    uint32_t kind;
-    uint32_t k; /* the track; the first of equal keys wins */
-    int64_t a, b;
-} track_key;
-
-static int track_key_cmp(const void *pa, const void *pb)
+static int64_t flow_key_a(const tl_track *tr)
 {
-    const track_key *x = pa, *y = pb;
-    if (x->kind != y->kind)
-        return x->kind < y->kind ? -1 : 1;
-    if (x->a != y->a)
-        return x->a < y->a ? -1 : 1;
-    if (x->b != y->b)
-        return x->b < y->b ? -1 : 1;
-    return (x->k > y->k) - (x->k < y->k);
+    return tr->kind == TL_TRACK_THREAD ? tr->pid : tr->device;
 }
 
-/* The first track whose key is (kind, a, b), or UINT32_MAX. */
-static uint32_t find_track(const track_key *keys, uint32_t n, uint32_t kind, int64_t a, int64_t b)
+static size_t flow_key_hash(uint32_t kind, int64_t a, int64_t b)
 {
-    track_key want = {kind, 0, a, b};
-    uint32_t lo = 0, hi = n;
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (track_key_cmp(&keys[mid], &want) < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
+    return tl_u64map_mix((uint64_t)a * 0x9e3779b97f4a7c15ull ^
+                         ((uint64_t)b * 0xc2b2ae3d27d4eb4full + kind));
+}
+
+/* The track of flow key (kind, a, b) in slots (mask + 1 of them: track + 1, 0 empty), or
+ * UINT32_MAX. */
+static uint32_t flow_track(const tl_trace *t, const uint32_t *slots, size_t mask, uint32_t kind,
+                           int64_t a, int64_t b)
+{
+    for (size_t i = flow_key_hash(kind, a, b) & mask;; i = (i + 1) & mask) {
+        uint32_t v = slots[i];
+        if (!v)
+            return UINT32_MAX;
+        const tl_track *tr = &t->tracks[v - 1];
+        if (tr->kind == kind && flow_key_a(tr) == a && tr->tid == b)
+            return v - 1;
     }
-    if (lo < n && keys[lo].kind == kind && keys[lo].a == a && keys[lo].b == b)
-        return keys[lo].k;
-    return UINT32_MAX;
 }
 
-static int resolve_flows(jr *r)
+/* Link by the flows again (first, nagain of them: they come first in the file), then by those
+ * kept whole (r->flows). */
+static int resolve_flows(jr *r, const flow *again, size_t nagain)
 {
     tl_trace *t = r->t;
-    if (!r->nflows)
+    if (!r->nflows && !nagain)
         return 0;
-    track_key *keys = malloc((t->ntracks ? t->ntracks : 1) * sizeof *keys);
+    size_t nslots = 64;
+    while (nslots < (size_t)t->ntracks * 2)
+        nslots *= 2;
+    uint32_t *slots = calloc(nslots, sizeof *slots);
     size_t *first = calloc((size_t)t->ntracks + 1, sizeof *first); /* each track's first event */
-    if (!keys || !first) {
-        free(keys);
+    size_t *hint = malloc((t->ntracks ? t->ntracks : 1) * sizeof *hint); /* see first_after */
+    if (!slots || !first || !hint) {
+        free(slots);
         free(first);
+        free(hint);
         return -1;
     }
     for (size_t i = 0; i < t->nev; i++) /* events are in track order */
@@ -2441,21 +2498,27 @@ static int resolve_flows(jr *r)
     for (uint32_t k = 0; k < t->ntracks; k++)
         if (first[k + 1] < first[k])
             first[k + 1] = first[k]; /* a track without events */
+    size_t mask = nslots - 1;
     for (uint32_t k = 0; k < t->ntracks; k++) {
         const tl_track *tr = &t->tracks[k];
-        keys[k] =
-            (track_key){tr->kind, k, tr->kind == TL_TRACK_THREAD ? tr->pid : tr->device, tr->tid};
+        hint[k] = first[k];
+        if (flow_track(t, slots, mask, tr->kind, flow_key_a(tr), tr->tid) != UINT32_MAX)
+            continue; /* an earlier track has the key */
+        size_t i = flow_key_hash(tr->kind, flow_key_a(tr), tr->tid) & mask;
+        while (slots[i])
+            i = (i + 1) & mask;
+        slots[i] = k + 1;
     }
-    qsort(keys, t->ntracks, sizeof *keys, track_key_cmp);
     size_t changed = 0;
-    for (size_t i = 0; i < r->nflows; i++) {
-        const flow *f = &r->flows[i];
+    for (size_t i = 0; i < nagain + r->nflows; i++) {
+        const flow *f = i < nagain ? &again[i] : &r->flows[i - nagain];
         /* a flow starts on a host thread and ends on a device stream (pid = device) */
-        uint32_t track = find_track(keys, t->ntracks, f->start ? TL_TRACK_THREAD : TL_TRACK_STREAM,
+        uint32_t track = flow_track(t, slots, mask, f->start ? TL_TRACK_THREAD : TL_TRACK_STREAM,
                                     f->pid, f->tid);
         if (track == UINT32_MAX)
             continue;
-        int32_t k = find_slice(t, first, track, f->ts, f->start || f->bp_e);
+        int32_t k =
+            find_slice(t, first[track], first[track + 1], &hint[track], f->ts, f->start || f->bp_e);
         if (k == TL_NONE)
             continue;
         tl_event *e = &t->ev[k];
@@ -2464,8 +2527,9 @@ static int resolve_flows(jr *r)
             changed++;
         }
     }
-    free(keys);
+    free(slots);
     free(first);
+    free(hint);
     if (changed)
         return tl_trace_relink(t);
     return 0;
@@ -2510,16 +2574,21 @@ static void close_open_ranges(jr *r)
 static int jr_seek(jr *d, uint64_t off);
 
 /* The flows of a trace that needs them, kept as their elements' offsets: each element parsed
- * again, in the order they were met, into r->flows (the same flows one pass keeps: their ids
- * were interned then). An offset inside the buffer is read there; any other is read from the
- * file. 0, or -1 with r->err set. */
-static int read_flows_again(jr *r)
+ * again, in the order they were met, into *again (*nagain of them: the same flows one pass
+ * keeps, their ids interned then). Those kept whole (uncorrelated) came after them in the file
+ * and stay in r->flows, to be linked by after them. An offset inside the buffer is read there;
+ * any other is read from the file. 0, or -1 with r->err set. */
+static int read_flows_again(jr *r, flow **again, size_t *nagain)
 {
     uint64_t *at = r->flow_at;
     size_t n = r->nflow_at;
     r->flow_at = NULL;
     r->nflow_at = r->cap_flow_at = 0;
     r->flows_at = 0;
+    flow *kept = r->flows;
+    size_t nkept = r->nflows, cap_kept = r->cap_flows;
+    r->flows = NULL;
+    r->nflows = r->cap_flows = 0;
     int mode = r->mode, progress = r->progress, rc = 0;
     r->mode = JR_AGAIN;
     r->progress = 0;
@@ -2535,6 +2604,11 @@ static int read_flows_again(jr *r)
     if (rc != 0 && !r->err->code)
         tl_error_setc(r->err, TL_ERR_IO, "%s: the file changed while it was read", r->name);
     free(at);
+    *again = r->flows;
+    *nagain = r->nflows;
+    r->flows = kept;
+    r->nflows = nkept;
+    r->cap_flows = cap_kept;
     r->mode = mode;
     r->progress = progress;
     return rc;
@@ -2579,12 +2653,25 @@ static int finish(jr *r)
         tl_error_setc(r->err, TL_ERR_NOMEM, "%s: out of memory while ordering events", r->name);
         return -1;
     }
-    if (r->nflow_at && read_flows_again(r) != 0)
+    double t0 = tl_now_s();
+    flow *again = NULL;
+    size_t nagain = 0;
+    t->read_stats.flows_again = r->nflow_at;
+    if (r->nflow_at && read_flows_again(r, &again, &nagain) != 0) {
+        free(again);
         return -1;
-    if (resolve_flows(r) != 0) {
+    }
+    double t1 = tl_now_s();
+    int rc = resolve_flows(r, again, nagain);
+    free(again);
+    if (rc != 0) {
         tl_error_setc(r->err, TL_ERR_NOMEM, "%s: out of memory while linking flows", r->name);
         return -1;
     }
+    if ((r->nflows || nagain) && getenv("TALLY_READ_STATS"))
+        fprintf(stderr,
+                "tally: flows: %zu, %zu read again (%.3f s), %.3f s linking events by them\n",
+                r->nflows + nagain, nagain, t1 - t0, tl_now_s() - t1);
     return 0;
 }
 
@@ -2693,6 +2780,7 @@ static void part_begin(part *p, const jr *d, char *buf, size_t len, uint64_t off
         memset(r->used, 0, r->cap_used);
     r->nflows = r->nflow_at = r->nsamples = r->npend = r->nundecided = r->nnames = 0;
     r->flows_at = d->flows_at;
+    r->uncorrelated = 0;
     r->saw_cat = r->saw_cpu_functions = 0;
     r->unsafe = 0;
     r->scratch_n = 0;
@@ -2838,6 +2926,8 @@ static int merge_rest(jr *d, part *p, size_t base)
             d->flows[d->nflows++] = f;
         }
     }
+    if (r->uncorrelated) /* the windows begun from now on keep their flows whole */
+        d->flows_at = 0;
     if (r->nflow_at) {
         if (tl_grow_array(&d->flow_at, &d->cap_flow_at, d->nflow_at + r->nflow_at,
                           sizeof *d->flow_at) != 0)

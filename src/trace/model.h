@@ -347,12 +347,14 @@ typedef struct tl_trace {
      * longer than a window, bad input), whether it went on in one pass from some point (ids a
      * part cannot carry), seconds in the parts and in the merges. TALLY_READ_STATS prints them.
      * threads: the threads that parsed (1: one pass; fewer than read_threads for a small file);
-     * flows, flow_bytes: the flow events read and the bytes the read held for them. */
+     * flows, flow_bytes: the flow events read and the bytes the read held for them;
+     * flows_again: those kept as their elements' offsets and read again at the end (the trace
+     * needs its flows; those met before the first event that showed it). */
     struct {
         uint64_t windows, dropped, driver_units, one_pass;
         double parse_s, merge_s;
         int threads;
-        uint64_t flows, flow_bytes;
+        uint64_t flows, flow_bytes, flows_again;
     } read_stats;
     tl_raw raw;
     uint32_t *raw_other, *raw_members;

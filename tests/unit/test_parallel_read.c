@@ -322,11 +322,15 @@ TEST(numbers_like_a_parts_stand_ins_read_the_same)
 }
 
 /* Flows are the only link (no correlation args): call i on host thread 6 launches kernel i on
- * stream 7, flow i + 1 from one to the other, amid operators. A plain file keeps each flow as
- * its element's offset and reads the flows again at the end, in one pass and in parts; a gzip
- * file (read once, in order) keeps them whole: the same model either way, every kernel linked
- * to its call, and the offsets a fraction of the whole flows' bytes. */
-TEST(flows_kept_as_offsets_link_as_whole_flows_do)
+ * stream 7, flow i + 1 from one to the other, amid operators. The host side's flows come first
+ * in the file, before any call: a plain file keeps them as their elements' offsets, the trace
+ * not yet known to need them; the first call without a correlation id says it does, and every
+ * flow after it is kept whole (in one pass at once, in parts from the next window begun), so
+ * only the flows before it are read again at the end; a gzip file (read once, in order) keeps
+ * them all whole. The same model every way, every kernel linked to its call. A second flow
+ * into call 0 (another id, after the first call) loses to the first in file order, as one
+ * pass of whole flows has it: the flows read again go first. */
+TEST(flows_kept_as_offsets_until_the_trace_needs_them_link_as_whole_flows_do)
 {
     enum { N = 3000 };
     char path[256], gz[256];
@@ -348,6 +352,10 @@ TEST(flows_kept_as_offsets_link_as_whole_flows_do)
             fwrite(line, 1, (size_t)n_, f);                                                        \
     } while (0)
         PUT("{\"traceEvents\": [\n");
+        for (int i = 0; i < N; i++)
+            PUT("{\"ph\": \"s\", \"id\": %d, \"pid\": 5, \"tid\": 6, \"ts\": %lld, \"cat\": "
+                "\"ac2g\", \"name\": \"ac2g\"},\n",
+                i + 1, 100 + 50LL * i + 3);
         for (int i = 0; i < N; i++) {
             long long ts = 100 + 50LL * i;
             PUT("{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::op%d\", \"pid\": 5, "
@@ -356,10 +364,10 @@ TEST(flows_kept_as_offsets_link_as_whole_flows_do)
             PUT("{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", "
                 "\"pid\": 5, \"tid\": 6, \"ts\": %lld, \"dur\": 5},\n",
                 ts + 2);
-            PUT("{\"ph\": \"s\", \"id\": %d, \"pid\": 5, \"tid\": 6, \"ts\": %lld, \"cat\": "
-                "\"ac2g\", \"name\": \"ac2g\"},\n",
-                i + 1, ts + 3);
         }
+        PUT("{\"ph\": \"s\", \"id\": %d, \"pid\": 5, \"tid\": 6, \"ts\": 104, \"cat\": "
+            "\"ac2g\", \"name\": \"ac2g\"},\n",
+            N + 1000);
         for (int i = 0; i < N; i++) {
             long long ts = 200000 + 40LL * i;
             PUT("{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k%d\", \"pid\": 0, "
@@ -387,13 +395,15 @@ TEST(flows_kept_as_offsets_link_as_whole_flows_do)
     CHECK(same_model(&whole, &one));
     CHECK(same_model(&whole, &parts));
     CHECK_EQ_INT(parts.read_stats.threads, 3);
-    CHECK(parts.read_stats.windows > 1);
+    CHECK(parts.read_stats.windows > 10);
     for (int k = 0; k < 3; k++) {
         const tl_trace *t = k == 0 ? &whole : k == 1 ? &one : &parts;
-        CHECK_EQ_INT((long long)t->read_stats.flows, 2 * N);
+        CHECK_EQ_INT((long long)t->read_stats.flows, 2 * N + 1);
         size_t linked = 0;
         for (size_t i = 0; i < t->nev; i++) {
             const tl_event *e = &t->ev[i];
+            if (e->cat == TL_CAT_RUNTIME && e->ts == 1000 * 102)
+                CHECK_EQ_INT((long long)e->corr, 1); /* the first flow into it */
             if (e->cat != TL_CAT_KERNEL)
                 continue;
             long long kidx = (e->ts / 1000 - 200000) / 40; /* the model keeps ns */
@@ -404,13 +414,87 @@ TEST(flows_kept_as_offsets_link_as_whole_flows_do)
         }
         CHECK_EQ_INT((long long)linked, N);
     }
+    /* read again: the host side's flows, and in parts those of the windows begun before the
+     * first call was merged (two windows of 12 KB: under 300 flows) */
+    CHECK_EQ_INT((long long)whole.read_stats.flows_again, 0);
+    CHECK_EQ_INT((long long)one.read_stats.flows_again, N);
+    CHECK(parts.read_stats.flows_again >= N && parts.read_stats.flows_again < N + 300);
     /* whole flows are 40 bytes each, offsets 8 (either with room to grow) */
-    CHECK(whole.read_stats.flow_bytes >= (uint64_t)40 * 2 * N);
-    CHECK(one.read_stats.flow_bytes <= (uint64_t)16 * 2 * N);
-    CHECK(parts.read_stats.flow_bytes <= (uint64_t)16 * 2 * N);
+    CHECK(whole.read_stats.flow_bytes >= (uint64_t)40 * (2 * N + 1));
+    CHECK(one.read_stats.flow_bytes < whole.read_stats.flow_bytes);
     tl_trace_free(&whole);
     tl_trace_free(&one);
     tl_trace_free(&parts);
+}
+
+/* Flows in no order of time: each side's flows in a shuffled order, on three host threads and
+ * two streams. A flow's event is searched from where the last search on its track ended, in
+ * either direction: every kernel still gets its call's flow id and link, in one pass and in
+ * parts. */
+TEST(flows_out_of_time_order_find_their_events)
+{
+    enum { N = 700 };
+    char path[256];
+    snprintf(path, sizeof path, "%s/flows_shuffled.json", tmpdir);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    int order[N];
+    for (int i = 0; i < N; i++)
+        order[i] = i;
+    rnd_state = 99;
+    fprintf(f, "{\"traceEvents\": [\n");
+    for (int i = 0; i < N; i++) /* call i on thread 1 + i % 3, kernel i on stream 7 + i % 2 */
+        fprintf(f,
+                "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", "
+                "\"pid\": 5, \"tid\": %d, \"ts\": %d, \"dur\": 5},\n"
+                "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, \"tid\": %d, "
+                "\"ts\": %d, \"dur\": 8},\n",
+                1 + i % 3, 100 + 20 * i, 7 + i % 2, 50000 + 20 * i);
+    for (int side = 0; side < 2; side++) {
+        for (int i = N - 1; i > 0; i--) { /* Fisher-Yates */
+            int j = (int)rnd((unsigned)i + 1), x = order[i];
+            order[i] = order[j];
+            order[j] = x;
+        }
+        for (int k = 0; k < N; k++) {
+            int i = order[k];
+            if (side == 0)
+                fprintf(f,
+                        "{\"ph\": \"s\", \"id\": %d, \"pid\": 5, \"tid\": %d, \"ts\": %d, "
+                        "\"cat\": \"ac2g\", \"name\": \"ac2g\"},\n",
+                        i + 1, 1 + i % 3, 100 + 20 * i + 2);
+            else
+                fprintf(f,
+                        "{\"ph\": \"f\", \"id\": %d, \"pid\": 0, \"tid\": %d, \"ts\": %d, "
+                        "\"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"}%s\n",
+                        i + 1, 7 + i % 2, 50000 + 20 * i + 3, k + 1 < N ? "," : "");
+        }
+    }
+    fprintf(f, "]}\n");
+    fclose(f);
+    for (int threads = 1; threads <= 3; threads += 2) {
+        tl_trace t;
+        tl_error err;
+        int rc;
+        free(load(path, threads, 2048, &t, &rc, &err));
+        CHECK_EQ_INT(rc, 0);
+        size_t linked = 0, kernels = 0;
+        for (size_t i = 0; i < t.nev; i++) {
+            const tl_event *e = &t.ev[i];
+            if (e->cat != TL_CAT_KERNEL)
+                continue;
+            kernels++;
+            long long k = (e->ts / 1000 - 50000) / 20;
+            CHECK_EQ_INT((long long)e->corr, k + 1);
+            if (e->link != TL_NONE && t.ev[e->link].ts == 1000 * (100 + 20 * k))
+                linked++;
+        }
+        CHECK_EQ_INT((long long)kernels, N);
+        CHECK_EQ_INT((long long)linked, N);
+        tl_trace_free(&t);
+    }
 }
 
 /* A small file is parsed by at most a thread a 512 KB part of a window of at most a 32nd of the
@@ -440,7 +524,8 @@ int main(void)
     RUN(last_window_at_and_beside_a_page_boundary);
     RUN(numbers_like_a_parts_stand_ins_read_the_same);
     RUN(a_few_megabytes_read_the_same_with_the_readers_own_parts);
-    RUN(flows_kept_as_offsets_link_as_whole_flows_do);
+    RUN(flows_kept_as_offsets_until_the_trace_needs_them_link_as_whole_flows_do);
+    RUN(flows_out_of_time_order_find_their_events);
     RUN(a_small_file_is_parsed_by_at_most_a_thread_a_half_megabyte_of_window);
     char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
