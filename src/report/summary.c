@@ -498,6 +498,9 @@ static size_t model_bytes(const tl_trace *t)
  * the reader's buffer, the allocator's spare (5.5-6 MB after loading a 92 MB trace with 1 to 16
  * threads, 9.5 MB after 1 GB). */
 #define PROCESS_ALLOWANCE ((size_t)6 << 20)
+/* What a view thread keeps beside its view's scratch (its arena's free memory, its stack), in
+ * the choice of how many threads to start */
+#define VIEW_THREAD_KEPT ((size_t)1 << 20)
 
 /* The scratch the views computed at once may hold between them by their estimates: two
  * thirds of the loaded trace (model: model_bytes) less what the process holds beside it, so
@@ -756,7 +759,10 @@ static void ahead_start(ahead *a, const tl_trace *t, const tl_report_opts *o, in
      * one at least. A small trace's budget fits none or one: its views are then computed here,
      * in turn, not by threads that could only take turns, each holding a stack and an arena of
      * its own (a 31 MB trace at -j 16: 11.3 MB against 8.5 at -j 1). A budget the caller set
-     * keeps the threads asked for (the tests of the threads' schedule set tight ones). */
+     * keeps the threads asked for (the tests of the threads' schedule set tight ones). Each
+     * thread counts VIEW_THREAD_KEPT beside its view's estimate: what its arena and stack keep
+     * (hta_df_index_resolver, 54 MB, at -j 2: two threads for views that each fit alone peaked
+     * 1.4-1.8 MB over none). */
     size_t by_need[64], fit = 0;
     int most = 0;
     for (int k = 0; k < n; k++) { /* ascending */
@@ -765,8 +771,8 @@ static void ahead_start(ahead *a, const tl_trace *t, const tl_report_opts *o, in
             by_need[j] = by_need[j - 1];
         by_need[j] = a->need[k];
     }
-    while (most < n && by_need[most] <= a->budget - fit)
-        fit += by_need[most++];
+    while (most < n && by_need[most] + VIEW_THREAD_KEPT <= a->budget - fit)
+        fit += by_need[most++] + VIEW_THREAD_KEPT;
     if (!o->scratch_budget && threads > most)
         threads = most > 1 ? most : 1;
     if (stats)

@@ -440,6 +440,55 @@ TEST(a_budget_that_fits_no_view_starts_no_thread)
     tl_trace_free(&t);
 }
 
+/* A view thread keeps about a megabyte of its own beside its view's scratch (its arena, its
+ * stack): a budget that fits two views' estimates but not a megabyte each beside them starts no
+ * thread (hta_df_index_resolver at -j 2: 20.0-20.5 MB with two, 18.6-18.9 with none). */
+TEST(a_thread_counts_what_it_keeps_itself)
+{
+    static const char *const views = "perf,kernel,memcpy,ranges,overview";
+    tl_trace t;
+    size_t budget = 0;
+    int n = 61000; /* ~190 bytes of model each: ~11.7 MB, a budget of ~1.5 MB */
+    /* a trace whose default budget is between one and two megabytes */
+    for (int tries = 0; tries < 12; tries++) {
+        names_trace(&t, n, 0);
+        tl_report_sched s;
+        memset(&s, 0, sizeof s);
+        free(report_sched(&t, 8, views, 0, &s));
+        budget = s.budget;
+        if (budget > (1u << 20) && budget < (2u << 20))
+            break;
+        tl_trace_free(&t);
+        n += budget <= (1u << 20) ? 2000 : -1500;
+        budget = 0;
+    }
+    CHECK(budget > (1u << 20) && budget < (2u << 20));
+    if (!budget)
+        return;
+    /* the two smallest estimates fit the budget together: by them alone two threads would run */
+    size_t least[2] = {SIZE_MAX, SIZE_MAX}, keep;
+    const char *names[] = {"perf", "kernel", "memcpy", "ranges", "overview"};
+    for (int i = 0; i < 5; i++) {
+        size_t need = tl_view_estimate(tl_view_lookup(names[i]), &t, &keep);
+        if (need < least[0]) {
+            least[1] = least[0];
+            least[0] = need;
+        } else if (need < least[1]) {
+            least[1] = need;
+        }
+    }
+    CHECK(least[0] + least[1] <= budget);
+    char *one = report(&t, 1, views);
+    tl_report_sched s;
+    memset(&s, 0xff, sizeof s);
+    char *many = report_sched(&t, 8, views, 0, &s);
+    CHECK(one && many && strcmp(one, many) == 0);
+    CHECK_EQ_INT(s.threads, 0);
+    free(one);
+    free(many);
+    tl_trace_free(&t);
+}
+
 /* A table of a row per name is not computed ahead of a view written before it when the table
  * and that view do not fit together: that view would compute while the table waits to be
  * written (1M kernel names at -j 2: the kernels' table, computed first as the costlier, held
@@ -543,6 +592,7 @@ int main(void)
     RUN(report_holds_one_table_of_names_at_a_time);
     RUN(a_table_of_names_waits_for_the_views_written_before_it);
     RUN(a_budget_that_fits_no_view_starts_no_thread);
+    RUN(a_thread_counts_what_it_keeps_itself);
     RUN(estimates_hold_a_trace_of_device_work_only);
     return test_summary();
 }
