@@ -4,7 +4,9 @@
  * records/s, user and system CPU (the kernel zeroing the model's fresh pages); and `tally export`
  * of it two ways: through the trace model (tl_read_tally + tl_write_chrome, what it did before) and
  * streamed (tl_tally_export, what it does now, and what a profiled program that asks for JSON
- * gets): peak RSS and MB/s of each.
+ * gets): peak RSS and MB/s of each. And an array of the file's events alone, each page written
+ * once in a fresh child: what the kernel's zeroing of the model's fresh pages costs by itself,
+ * a bound on the records/s into the model on one core.
  *
  * The file is generated first, written chunk by chunk as the recorder writes it (1 MiB runs):
  * four threads doing nested ranges (an outer range holding 8 operator ranges, every 4th with a
@@ -230,7 +232,12 @@ static size_t generate(const char *path, size_t ranges, size_t *nkernels)
 
 /* ---- measurements ---------------------------------------------------------------------------- */
 
-enum { NOTHING, DECODE, READ, MODEL, STREAM };
+enum { NOTHING, DECODE, READ, PAGES, MODEL, STREAM };
+
+/* The events the file decodes into (counted in this process before the children fork): PAGES
+ * makes an array of that many events and writes a byte in each page of it, what the model's
+ * reading cannot avoid in a fresh process (the kernel zeroing fresh pages) */
+static size_t file_events;
 
 /* The decoder alone: a sink that keeps nothing (what the model reader adds is the rest) */
 static int64_t null_open(void *ctx, const tl_tally_ev *ev)
@@ -248,7 +255,7 @@ static int null_close(void *ctx, int64_t ref, int64_t end, uint16_t flags)
     return 0;
 }
 
-static int decode_only(const char *in, tl_error *err)
+static int decode_only(const char *in, size_t *events, tl_error *err)
 {
     tl_trace t;
     tl_trace_init(&t);
@@ -272,6 +279,7 @@ static int decode_only(const char *in, tl_error *err)
     if (fd >= 0)
         close(fd);
     tl_trace_free(&t);
+    *events = count;
     return rc;
 }
 
@@ -280,7 +288,16 @@ static int convert(int how, const char *in, const char *json)
     tl_error err = {{0}};
     int rc = 0;
     if (how == DECODE) {
-        rc = decode_only(in, &err) != 0;
+        size_t n;
+        rc = decode_only(in, &n, &err) != 0;
+    } else if (how == PAGES) {
+        /* as the model's event array is allocated (tl_trace_reserve: tl_big_alloc's advice) */
+        char *p = tl_big_alloc(file_events * sizeof(tl_event));
+        if (!p)
+            return 1;
+        for (size_t i = 0; i < file_events * sizeof(tl_event); i += 4096)
+            p[i] = 1;
+        free(p);
     } else if (how == READ || how == MODEL) {
         tl_trace t;
         tl_trace_init(&t);
@@ -389,9 +406,15 @@ int main(int argc, char **argv)
     double secs, rss;
     if (measure(NOTHING, in, json, &secs, &rss) == 0)
         printf("baseline: a child that does nothing: peak RSS %.1f MB\n", rss);
+    tl_error derr = {{0}};
+    if (decode_only(in, &file_events, &derr) != 0) {
+        fprintf(stderr, "bench_tally_export: %s\n", derr.msg);
+        goto failed;
+    }
     static const char *reads[] = {"", "decode (tl_tally_decode, keeping nothing)",
-                                  "read   (tl_read_tally, the trace model)  "};
-    for (int how = DECODE; how <= READ; how++) {
+                                  "read   (tl_read_tally, the trace model)  ",
+                                  "pages  (the events' array alone, touched)"};
+    for (int how = DECODE; how <= PAGES; how++) {
         double t[15], u[15], sy[15], peak;
         if (measure_runs(how, in, json, runs, t, u, sy, &peak) != 0)
             goto failed;
@@ -400,6 +423,10 @@ int main(int argc, char **argv)
                "CPU user %.2f s sys %.2f s, peak RSS %.1f MB\n",
                reads[how], med, runs, t[0], t[runs - 1], (double)out_records / med / 1e6,
                in_mb / med, u[runs / 2], sy[runs / 2], peak);
+        if (how == PAGES) /* the records/s above: at most that on one core, in a fresh process */
+            printf("  (%zu events, %.0f MB of fresh pages: %.2f GB/s)\n", file_events,
+                   (double)file_events * sizeof(tl_event) / 1e6,
+                   (double)file_events * sizeof(tl_event) / med / 1e9);
     }
     static const char *names[] = {"", "", "", "model  (tl_read_tally + tl_write_chrome)",
                                   "stream (tl_tally_export)                "};
