@@ -2509,12 +2509,40 @@ static int resolve_flows(jr *r, const flow *again, size_t nagain)
             i = (i + 1) & mask;
         slots[i] = k + 1;
     }
-    size_t changed = 0;
-    for (size_t i = 0; i < nagain + r->nflows; i++) {
-        const flow *f = i < nagain ? &again[i] : &r->flows[i - nagain];
+    /* Each flow's track first, then its event: with 50k tracks each step is a cache miss (a
+     * hash slot, a track, the track's events), so what the flows a few ahead will read is
+     * prefetched (2M flows: 0.25-0.42 s of linking, most of it waiting on memory). */
+    size_t nf = nagain + r->nflows, changed = 0;
+    uint32_t *trk = malloc((nf ? nf : 1) * sizeof *trk);
+    if (!trk) {
+        free(slots);
+        free(first);
+        free(hint);
+        return -1;
+    }
+#define FLOW_AT(i)   ((i) < nagain ? &again[i] : &r->flows[(i)-nagain])
+#define FLOW_KIND(f) ((f)->start ? TL_TRACK_THREAD : TL_TRACK_STREAM)
+    enum { AHEAD = 16 };
+    for (size_t i = 0; i < nf; i++) {
+        if (i + AHEAD < nf) {
+            const flow *g = FLOW_AT(i + AHEAD);
+            __builtin_prefetch(&slots[flow_key_hash(FLOW_KIND(g), g->pid, g->tid) & mask]);
+        }
+        if (i + AHEAD / 2 < nf) {
+            const flow *g = FLOW_AT(i + AHEAD / 2);
+            uint32_t v = slots[flow_key_hash(FLOW_KIND(g), g->pid, g->tid) & mask];
+            if (v)
+                __builtin_prefetch(&t->tracks[v - 1]);
+        }
+        const flow *f = FLOW_AT(i);
         /* a flow starts on a host thread and ends on a device stream (pid = device) */
-        uint32_t track = flow_track(t, slots, mask, f->start ? TL_TRACK_THREAD : TL_TRACK_STREAM,
-                                    f->pid, f->tid);
+        trk[i] = flow_track(t, slots, mask, FLOW_KIND(f), f->pid, f->tid);
+    }
+    for (size_t i = 0; i < nf; i++) {
+        if (i + AHEAD < nf && trk[i + AHEAD] != UINT32_MAX)
+            __builtin_prefetch(&t->ev[hint[trk[i + AHEAD]]]);
+        const flow *f = FLOW_AT(i);
+        uint32_t track = trk[i];
         if (track == UINT32_MAX)
             continue;
         int32_t k =
@@ -2527,6 +2555,9 @@ static int resolve_flows(jr *r, const flow *again, size_t nagain)
             changed++;
         }
     }
+#undef FLOW_AT
+#undef FLOW_KIND
+    free(trk);
     free(slots);
     free(first);
     free(hint);
