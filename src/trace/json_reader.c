@@ -1735,6 +1735,14 @@ static void add_samples(jr *r, int64_t step, int64_t samples)
               (int64_t[2]){step, samples});
 }
 
+/* A runtime call or device work without a correlation id: only a flow can link it, so a trace
+ * with one needs its flows (flows_needed) */
+static int needs_flow(const tl_event *e)
+{
+    return !e->corr && (e->cat == TL_CAT_RUNTIME || e->cat == TL_CAT_KERNEL ||
+                        e->cat == TL_CAT_MEMCPY || e->cat == TL_CAT_MEMSET);
+}
+
 /* s starts with the literal lit and goes on (a constant-size memcmp: this runs per event) */
 #define HAS_PREFIX(s, lit) ((s).len > sizeof(lit) - 1 && memcmp((s).p, lit, sizeof(lit) - 1) == 0)
 
@@ -1882,9 +1890,7 @@ static void commit_event(jr *r, raw_event *ev)
     e->cat = (uint16_t)cat;
     e->track = track;
     e->corr = ev->corr;
-    if (!ev->corr && r->flows_at &&
-        (cat == TL_CAT_RUNTIME || cat == TL_CAT_KERNEL || cat == TL_CAT_MEMCPY ||
-         cat == TL_CAT_MEMSET)) {
+    if (r->flows_at && needs_flow(e)) {
         r->uncorrelated = 1;
         if (r->mode != JR_PART)
             r->flows_at = 0;
@@ -2435,12 +2441,9 @@ static int32_t find_slice(const tl_trace *t, size_t beg, size_t end, size_t *hin
 /* Flows are only needed when runtime calls or device work lack correlation ids. */
 static int flows_needed(const tl_trace *t)
 {
-    for (size_t i = 0; i < t->nev; i++) {
-        const tl_event *e = &t->ev[i];
-        if (!e->corr && (e->cat == TL_CAT_RUNTIME || e->cat == TL_CAT_KERNEL ||
-                         e->cat == TL_CAT_MEMCPY || e->cat == TL_CAT_MEMSET))
+    for (size_t i = 0; i < t->nev; i++)
+        if (needs_flow(&t->ev[i]))
             return 1;
-    }
     return 0;
 }
 
@@ -2459,18 +2462,16 @@ static size_t flow_key_hash(uint32_t kind, int64_t a, int64_t b)
                          ((uint64_t)b * 0xc2b2ae3d27d4eb4full + kind));
 }
 
-/* The track of flow key (kind, a, b) in slots (mask + 1 of them: track + 1, 0 empty), or
- * UINT32_MAX. */
-static uint32_t flow_track(const tl_trace *t, const uint32_t *slots, size_t mask, uint32_t kind,
-                           int64_t a, int64_t b)
+/* The slot of flow key (kind, a, b) in slots (mask + 1 of them: track + 1, 0 empty), probed
+ * from slot i (its hash): the one holding the key's track, or the empty one where it would go. */
+static size_t flow_slot(const tl_trace *t, const uint32_t *slots, size_t mask, size_t i,
+                        uint32_t kind, int64_t a, int64_t b)
 {
-    for (size_t i = flow_key_hash(kind, a, b) & mask;; i = (i + 1) & mask) {
+    for (;; i = (i + 1) & mask) {
         uint32_t v = slots[i];
-        if (!v)
-            return UINT32_MAX;
-        const tl_track *tr = &t->tracks[v - 1];
-        if (tr->kind == kind && flow_key_a(tr) == a && tr->tid == b)
-            return v - 1;
+        const tl_track *tr = v ? &t->tracks[v - 1] : NULL;
+        if (!v || (tr->kind == kind && flow_key_a(tr) == a && tr->tid == b))
+            return i;
     }
 }
 
@@ -2502,12 +2503,11 @@ static int resolve_flows(jr *r, const flow *again, size_t nagain)
     for (uint32_t k = 0; k < t->ntracks; k++) {
         const tl_track *tr = &t->tracks[k];
         hint[k] = first[k];
-        if (flow_track(t, slots, mask, tr->kind, flow_key_a(tr), tr->tid) != UINT32_MAX)
-            continue; /* an earlier track has the key */
-        size_t i = flow_key_hash(tr->kind, flow_key_a(tr), tr->tid) & mask;
-        while (slots[i])
-            i = (i + 1) & mask;
-        slots[i] = k + 1;
+        size_t i =
+            flow_slot(t, slots, mask, flow_key_hash(tr->kind, flow_key_a(tr), tr->tid) & mask,
+                      tr->kind, flow_key_a(tr), tr->tid);
+        if (!slots[i]) /* else an earlier track has the key */
+            slots[i] = k + 1;
     }
     /* Each flow's track first, then its event: with 50k tracks each step is a cache miss (a
      * hash slot, a track, the track's events), so what the flows a few ahead will read is
@@ -2522,21 +2522,27 @@ static int resolve_flows(jr *r, const flow *again, size_t nagain)
     }
 #define FLOW_AT(i)   ((i) < nagain ? &again[i] : &r->flows[(i)-nagain])
 #define FLOW_KIND(f) ((f)->start ? TL_TRACK_THREAD : TL_TRACK_STREAM)
-    enum { AHEAD = 16 };
-    for (size_t i = 0; i < nf; i++) {
-        if (i + AHEAD < nf) {
-            const flow *g = FLOW_AT(i + AHEAD);
-            __builtin_prefetch(&slots[flow_key_hash(FLOW_KIND(g), g->pid, g->tid) & mask]);
+    /* hashed[j % RING]: flow j's home slot, hashed AHEAD flows before its turn */
+    enum { AHEAD = 16, RING = 2 * AHEAD };
+    size_t hashed[RING];
+    for (size_t i = 0; i < nf + AHEAD; i++) {
+        if (i < nf) {
+            const flow *g = FLOW_AT(i);
+            hashed[i % RING] = flow_key_hash(FLOW_KIND(g), g->pid, g->tid) & mask;
+            __builtin_prefetch(&slots[hashed[i % RING]]);
         }
-        if (i + AHEAD / 2 < nf) {
-            const flow *g = FLOW_AT(i + AHEAD / 2);
-            uint32_t v = slots[flow_key_hash(FLOW_KIND(g), g->pid, g->tid) & mask];
+        if (i >= AHEAD / 2 && i - AHEAD / 2 < nf) {
+            uint32_t v = slots[hashed[(i - AHEAD / 2) % RING]];
             if (v)
                 __builtin_prefetch(&t->tracks[v - 1]);
         }
-        const flow *f = FLOW_AT(i);
+        if (i < AHEAD)
+            continue;
+        size_t j = i - AHEAD;
+        const flow *f = FLOW_AT(j);
         /* a flow starts on a host thread and ends on a device stream (pid = device) */
-        trk[i] = flow_track(t, slots, mask, FLOW_KIND(f), f->pid, f->tid);
+        size_t at = flow_slot(t, slots, mask, hashed[j % RING], FLOW_KIND(f), f->pid, f->tid);
+        trk[j] = slots[at] ? slots[at] - 1 : UINT32_MAX;
     }
     for (size_t i = 0; i < nf; i++) {
         if (i + AHEAD < nf && trk[i + AHEAD] != UINT32_MAX)
