@@ -1534,12 +1534,21 @@ static int count_tracks(tl_trace *t, size_t ntr, size_t *start, size_t *runs, si
     return 0;
 }
 
-/* One part of the events for sort_events' check of the order: the first event out of order
- * in [lo, hi) (bad; hi when none) and the largest track before it. */
+/* Breaks (an event out of order with the one before it on its own track) that the order check
+ * keeps: one in GROUPED_RUN_MIN events of a part at most (at least 64); a trace with more goes
+ * the general way. */
+#define GROUPED_RUN_MIN 64
+
+/* One part of the events for sort_events' check of the order: the first event out of order in
+ * [lo, hi) (bad; hi when none) and the largest track before it; and whether the part keeps each
+ * track's events together, tracks ascending (grouped), with its breaks (brk, nbrk) when it does
+ * and they are few. The scan goes on past bad only while that can still hold. */
 typedef struct order_part {
     const tl_event *ev;
     size_t lo, hi, bad;
     uint32_t maxtr;
+    int grouped;
+    size_t *brk, nbrk, cap_brk; /* malloc'ed (the caller frees) */
 } order_part;
 
 static void *order_range(void *arg)
@@ -1547,15 +1556,213 @@ static void *order_range(void *arg)
     order_part *p = arg;
     const tl_event *ev = p->ev;
     p->bad = p->hi;
+    p->grouped = 1;
+    p->nbrk = 0;
     for (size_t i = p->lo; i < p->hi; i++) {
         if (i && !ev_before(&ev[i - 1], i - 1, &ev[i], i)) {
-            p->bad = i;
-            break;
+            if (p->bad == p->hi)
+                p->bad = i;
+            size_t most = (p->hi - p->lo) / GROUPED_RUN_MIN;
+            if (ev[i].track != ev[i - 1].track || p->nbrk >= (most > 64 ? most : 64) ||
+                tl_grow_array(&p->brk, &p->cap_brk, p->nbrk + 1, sizeof *p->brk) != 0) {
+                p->grouped = 0; /* a track again after another, too many breaks, no memory */
+                break;
+            }
+            p->brk[p->nbrk++] = i;
         }
-        if (ev[i].track > p->maxtr)
+        if (p->bad == p->hi && ev[i].track > p->maxtr)
             p->maxtr = ev[i].track;
     }
     return NULL;
+}
+
+/* Whether a comes strictly before b on one track (ties: neither). */
+static inline int ev_key_before(const tl_event *a, const tl_event *b)
+{
+    return tl_sorts_before(0, a->ts, a->dur, a->cat == TL_CAT_STEP, 0, 0, b->ts, b->dur,
+                           b->cat == TL_CAT_STEP, 0);
+}
+
+/* The first of ev[lo, hi) (in order) that x comes strictly before (after: 0) or that does not
+ * come strictly before x (after: 1). */
+static size_t run_search(const tl_event *ev, size_t lo, size_t hi, const tl_event *x, int after)
+{
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (after ? ev_key_before(&ev[mid], x) : !ev_key_before(x, &ev[mid]))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* A thread's buffer for the merges: grown up to limit events. */
+typedef struct merge_buf {
+    tl_event *p;
+    size_t cap, limit;
+} merge_buf;
+
+/* Merge the adjacent runs ev[lo, m) and ev[m, hi), each in order: stable, so events that tie keep
+ * the order they were added in (the sort's last key). Only where they overlap moves: the first
+ * run's events before the second's first and the second's after the first's last stay, so an
+ * event a little out of place costs little; the shorter of what is left goes through the buffer.
+ * 0; 1 when the buffer would pass its limit (nothing moved); -1 out of memory. */
+static int merge_adjacent(tl_event *ev, size_t lo, size_t m, size_t hi, merge_buf *mb)
+{
+    lo = run_search(ev, lo, m, &ev[m], 0);
+    hi = run_search(ev, m, hi, &ev[m - 1], 1);
+    size_t short_n = m - lo < hi - m ? m - lo : hi - m;
+    if (!short_n)
+        return 0;
+    if (short_n > mb->cap) {
+        if (short_n > mb->limit)
+            return 1;
+        size_t cap = short_n * 2 < mb->limit ? short_n * 2 : mb->limit;
+        free(mb->p);
+        if (!(mb->p = tl_big_alloc(cap * sizeof *mb->p))) {
+            mb->cap = 0;
+            return -1;
+        }
+        mb->cap = cap;
+    }
+    tl_event *buf = mb->p;
+    if (m - lo <= hi - m) { /* the first run into buf, merged forwards */
+        size_t na = m - lo, i = 0, j = m, o = lo;
+        memcpy(buf, ev + lo, na * sizeof *ev);
+        while (i < na && j < hi)
+            ev[o++] = ev_key_before(&ev[j], &buf[i]) ? ev[j++] : buf[i++];
+        memcpy(ev + o, buf + i, (na - i) * sizeof *ev);
+    } else { /* the second into buf, merged backwards */
+        size_t i = m, j = hi - m, o = hi;
+        memcpy(buf, ev + m, j * sizeof *ev);
+        while (i > lo && j > 0)
+            ev[--o] = ev_key_before(&buf[j - 1], &ev[i - 1]) ? ev[--i] : buf[--j];
+        memcpy(ev + lo, buf, j * sizeof *ev);
+    }
+    return 0;
+}
+
+/* A track out of order whose events are together: its runs begin at bnd[0 .. nbnd - 1] and it
+ * ends at bnd[nbnd]. */
+typedef struct grouped_track {
+    size_t *bnd, nbnd;
+} grouped_track;
+
+/* Merge a track's runs pairwise, round after round (the boundaries kept are every other one).
+ * Merges are stable, so a track left half merged (1: the buffer's limit) sorts the same after. */
+static int merge_runs(tl_event *ev, grouped_track *g, merge_buf *mb)
+{
+    size_t *bnd = g->bnd, r = g->nbnd;
+    while (r > 1) {
+        size_t w = 0;
+        for (size_t q = 0; q + 1 < r; q += 2) {
+            int rc = merge_adjacent(ev, bnd[q], bnd[q + 1], bnd[q + 2], mb);
+            if (rc != 0)
+                return rc;
+            bnd[w++] = bnd[q];
+        }
+        if (r % 2)
+            bnd[w++] = bnd[r - 1];
+        bnd[w] = bnd[r];
+        r = w;
+    }
+    return 0;
+}
+
+typedef struct grouped_sort {
+    tl_event *ev;
+    grouped_track *tracks;
+    size_t ntracks, limit; /* limit: each thread's buffer, events */
+    _Atomic size_t next;
+    _Atomic int rc; /* the worst: -1 out of memory, 1 a buffer over its limit */
+} grouped_sort;
+
+static void *grouped_sort_main(void *arg)
+{
+    grouped_sort *s = *(grouped_sort **)arg;
+    merge_buf mb = {NULL, 0, s->limit};
+    for (size_t k; atomic_load(&s->rc) == 0 && (k = atomic_fetch_add(&s->next, 1)) < s->ntracks;) {
+        int rc = merge_runs(s->ev, &s->tracks[k], &mb);
+        if (rc != 0) {
+            int zero = 0;
+            atomic_compare_exchange_strong(&s->rc, &zero, rc);
+        }
+    }
+    free(mb.p);
+    return NULL;
+}
+
+/* The first event at or after lo whose track is at least tr (the tracks ascend). */
+static size_t track_lower_bound(const tl_event *ev, size_t lo, size_t hi, uint32_t tr)
+{
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ev[mid].track < tr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Buffers of the merges in all: the general way's index array (4 bytes an event), or 4 MB */
+#define GROUPED_BUF_MIN ((size_t)4 << 20)
+
+/* Events whose tracks each come together, tracks ascending, with few breaks (the .tally reader
+ * lays them out so): each track out of order is a few runs back to back, merged in place, tracks
+ * in threads. No permutation, no comparison sort. 0 when sorted; 1 when a merge would take more
+ * room than the general way's index array (the caller goes that way: what was merged sorts the
+ * same); -1 out of memory. */
+static int sort_grouped(tl_trace *t, const order_part *parts, int k)
+{
+    size_t n = t->nev, nbrk = 0;
+    tl_event *ev = t->ev;
+    for (int c = 0; c < k; c++)
+        nbrk += parts[c].nbrk;
+    /* a track's boundaries: its start, its breaks, its end */
+    size_t *bnd = malloc(3 * nbrk * sizeof *bnd);
+    grouped_track *g = malloc(nbrk * sizeof *g);
+    int rc = -1;
+    if (!bnd || !g)
+        goto done;
+    size_t ng = 0, nb = 0;
+    for (int c = 0; c < k; c++)
+        for (size_t q = 0; q < parts[c].nbrk; q++) {
+            size_t at = parts[c].brk[q];
+            uint32_t tr = ev[at].track;
+            if (ng && ev[g[ng - 1].bnd[0]].track == tr) { /* another break of the same track */
+                grouped_track *last = &g[ng - 1];
+                last->bnd[last->nbnd + 1] = last->bnd[last->nbnd]; /* its end moves up one */
+                last->bnd[last->nbnd++] = at;
+                nb++;
+                continue;
+            }
+            grouped_track *x = &g[ng++];
+            x->bnd = bnd + nb;
+            x->bnd[0] = track_lower_bound(ev, 0, at, tr);
+            x->bnd[1] = at;
+            x->bnd[2] = track_lower_bound(ev, at, n, tr + 1);
+            x->nbnd = 2;
+            nb += 3;
+        }
+    int threads = tl_trace_threads(t);
+    threads = threads > (int)ng ? (int)ng : threads > 64 ? 64 : threads;
+    size_t room = n * sizeof(uint32_t);
+    room = (room > GROUPED_BUF_MIN ? room : GROUPED_BUF_MIN) / sizeof *ev;
+    grouped_sort s = {ev, g, ng, room / (size_t)threads, 0, 0};
+    grouped_sort *each[64];
+    for (int q = 0; q < threads; q++)
+        each[q] = &s;
+    tl_run_each(grouped_sort_main, each, sizeof *each, threads);
+    rc = atomic_load(&s.rc);
+    if (rc == 0)
+        for (size_t q = 0; q < ng; q++)
+            t->read_stats.merged += g[q].bnd[1] - g[q].bnd[0]; /* the track, merged */
+done:
+    free(bnd);
+    free(g);
+    return rc;
 }
 
 /* Readers add a track's events nearly in order (a thread's ops, a stream's kernels), but tracks
@@ -1571,10 +1778,14 @@ static int sort_events(tl_trace *t)
      * parts by threads: a trace read in order is scanned whole */
     int k = n < PERMUTE_WALK_MAX ? 1 : tl_trace_threads(t);
     k = k > 64 ? 64 : k;
+    t->read_stats.merged = t->read_stats.permuted = 0;
     order_part parts[64];
-    for (int c = 0; c < k; c++)
-        parts[c] = (order_part){ev, n / (size_t)k * (size_t)c,
-                                c + 1 == k ? n : n / (size_t)k * (size_t)(c + 1), 0, 0};
+    for (int c = 0; c < k; c++) {
+        memset(&parts[c], 0, sizeof parts[c]);
+        parts[c].ev = ev;
+        parts[c].lo = n / (size_t)k * (size_t)c;
+        parts[c].hi = c + 1 == k ? n : n / (size_t)k * (size_t)(c + 1);
+    }
     tl_run_each(order_range, parts, sizeof *parts, k);
     uint32_t maxtr = 0;
     size_t i0 = n;
@@ -1585,6 +1796,14 @@ static int sort_events(tl_trace *t)
     }
     if (i0 >= n || n < 2)
         return 0;
+    int grouped = ev[n - 1].track < t->ntracks;
+    for (int c = 0; c < k; c++)
+        grouped &= parts[c].grouped;
+    int g = grouped ? sort_grouped(t, parts, k) : 1;
+    for (int c = 0; c < k; c++)
+        free(parts[c].brk);
+    if (g <= 0)
+        return g;
     if (n > UINT32_MAX)
         return -1;
     /* every event is on one of the trace's tracks (the views index t->tracks by it); one that
@@ -1607,6 +1826,7 @@ static int sort_events(tl_trace *t)
      * a 1-2 GB file, over the 0.3 the reader keeps to), and its fresh pages cost about what the
      * cycles' cache misses cost (measured twice: 1 GB the same time; 2 GB 5 % faster copied). */
     tl_permute_events(ev, perm, n, -1, tl_trace_threads(t));
+    t->read_stats.permuted = n;
     rc = 0;
 done:
     free(start);
@@ -1968,9 +2188,11 @@ int tl_trace_finish(tl_trace *t)
     if (getenv("TALLY_READ_STATS")) /* where the finish goes (docs/PERFORMANCE.md) */
         fprintf(stderr,
                 "tally: finish: %.3f s sorting and moving, %.3f s nesting, %.3f s linking, "
-                "%.3f s the rest (%zu events; the memory table sorted %s)\n",
+                "%.3f s the rest (%zu events: %llu in tracks merged in place, %llu permuted; "
+                "the memory table sorted %s)\n",
                 t1 - t0, t2 - t1, t3 - t2, tl_now_s() - t3, t->nev,
-                apart ? "beside them" : "in the rest");
+                (unsigned long long)t->read_stats.merged,
+                (unsigned long long)t->read_stats.permuted, apart ? "beside them" : "in the rest");
     t->finished = 1;
     t->finish_known_ = 1;
     /* The room reserved for events the file did not hold (the reader reserves by its size)

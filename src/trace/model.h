@@ -349,12 +349,15 @@ typedef struct tl_trace {
      * threads: the threads that parsed (1: one pass; fewer than read_threads for a small file);
      * flows, flow_bytes: the flow events read and the bytes the read held for them;
      * flows_again: those kept as their elements' offsets and read again at the end (the trace
-     * needs its flows; those met before the first event that showed it). */
+     * needs its flows; those met before the first event that showed it).
+     * The finish's order (any reader): merged, the events of tracks whose runs, laid out
+     * together, it merged in place; permuted, the events of an array it permuted instead. */
     struct {
         uint64_t windows, dropped, driver_units, one_pass;
         double parse_s, merge_s;
         int threads;
         uint64_t flows, flow_bytes, flows_again;
+        uint64_t merged, permuted;
     } read_stats;
     tl_raw raw;
     uint32_t *raw_other, *raw_members;

@@ -881,6 +881,107 @@ static int decode_run(tl_tally_dec *d, const tl_tally_sink *s, const tl_tally_ru
     return 0;
 }
 
+/* How many events decode_run makes of a run on each track (count[track], tracks made as it makes
+ * them): the same walk, reading only what says whether a record is an event and on which track.
+ * A record decode_run refuses ends the count of its run (the decoding says what is wrong). */
+static int count_run(tl_tally_dec *d, const tl_tally_run *c, const unsigned char *p, uint32_t track,
+                     size_t **count, size_t *cap)
+{
+    tl_trace *t = d->t;
+    size_t n = c->nrec, written = written_slots(p, n);
+    for (size_t i = 0; i < written;) {
+        tally__rec x;
+        memcpy(&x, p + i * 16, 16);
+        unsigned type = TALLY__REC_TYPE(&x);
+        uint64_t slots = tally__rec_slots(&x);
+        if (slots > n - i || (i + slots > written && i + slots < n))
+            return 0;
+        const unsigned char *pl = p + (i + 1) * 16;
+        uint32_t tr = track;
+        switch (type) {
+        case TALLY__R_PUSH:
+        case TALLY__R_BEGIN:
+        case TALLY__R_MARK:
+        case TALLY__R_COUNTER:
+        case TALLY__R_STEP_BEGIN:
+            break;
+        case TALLY__R_MEMORY:
+        case TALLY__R_MEMORY_SHORT: {
+            uint32_t cat;
+            memcpy(&cat, pl + offsetof(tally__fmt_memory, category), sizeof cat);
+            if (cat & (TALLY__MEM_LABEL | TALLY__MEM_LIVE))
+                tr = UINT32_MAX;
+            break;
+        }
+        case TALLY__R_DEVICE: {
+            tally__fmt_device dv;
+            if ((slots - 1) * 16 < sizeof dv)
+                return 0;
+            memcpy(&dv, pl, sizeof dv);
+            tr = tl_trace_track(t, TL_TRACK_STREAM, t->pid, dv.stream, dv.device);
+            break;
+        }
+        case TALLY__R_API: {
+            tally__fmt_api a;
+            if ((slots - 1) * 16 < sizeof a)
+                return 0;
+            memcpy(&a, pl, sizeof a);
+            tr = tl_trace_track(t, TL_TRACK_THREAD, t->pid, a.tid, -1);
+            break;
+        }
+        default:
+            tr = UINT32_MAX; /* no event */
+        }
+        if (tr != UINT32_MAX) {
+            if (tr >= *cap) {
+                size_t had = *cap;
+                if (tl_grow_array(count, cap, (size_t)tr + 1, sizeof **count) != 0)
+                    return fail_nomem(d, c->off);
+                memset(*count + had, 0, (*cap - had) * sizeof **count);
+            }
+            (*count)[tr]++;
+        }
+        i += slots;
+    }
+    return 0;
+}
+
+int tl_tally_count(tl_tally_dec *d, size_t **count, size_t *ncount)
+{
+    tl_trace *t = d->t;
+    size_t *cnt = NULL, cap = 0;
+    uint32_t cur_slot = 0, track = 0; /* tl_tally_decode's thread switches, the same way */
+    int64_t cur_tid = 0;
+    for (size_t i = 0; i < d->nruns; i++) {
+        const tl_tally_run *c = &d->runs[i];
+        if (c->h.slot != cur_slot || c->h.tid != cur_tid) {
+            cur_slot = c->h.slot;
+            cur_tid = c->h.tid;
+            track = tl_trace_track(t, TL_TRACK_THREAD, t->pid, c->h.tid, -1);
+        }
+        size_t pos = c->off + sizeof(tally__chunk_header) + sizeof(tally__events_header);
+        const unsigned char *p = at(d, pos, c->nrec * 16);
+        if (!p)
+            break; /* the decoding says why */
+        if (count_run(d, c, p, track, &cnt, &cap) != 0) {
+            free(cnt);
+            return -1;
+        }
+    }
+    /* an entry for every track (those made before, at the index, too) */
+    if (cap < t->ntracks) {
+        size_t had = cap;
+        if (tl_grow_array(&cnt, &cap, t->ntracks, sizeof *cnt) != 0) {
+            free(cnt);
+            return fail_nomem(d, 0);
+        }
+        memset(cnt + had, 0, (cap - had) * sizeof *cnt);
+    }
+    *count = cnt;
+    *ncount = t->ntracks;
+    return 0;
+}
+
 int tl_tally_decode(tl_tally_dec *d, const tl_tally_sink *s)
 {
     tl_trace *t = d->t;

@@ -110,6 +110,10 @@ typedef struct tl_tally_dec {
  * tl_tally_close either way. */
 int tl_tally_open(tl_tally_dec *d, tl_trace *t, const void *data, int fd, size_t len,
                   const char *name, tl_error *err);
+/* How many events tl_tally_decode will hand over on each track, without making them: *count
+ * (malloc'ed, *ncount entries: the trace's tracks, which it makes as the decoding would, in the
+ * same order) is exact for a file the decoding accepts. Returns 0, or -1 with err filled. */
+int tl_tally_count(tl_tally_dec *d, size_t **count, size_t *ncount);
 /* Decode every event into sink. Returns 0, or -1 with err filled. */
 int tl_tally_decode(tl_tally_dec *d, const tl_tally_sink *sink);
 /* Where ranges never ended end: END_NS, or the last timestamp in the file when later. */

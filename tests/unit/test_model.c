@@ -300,6 +300,19 @@ static int ref_cmp(const void *a, const void *b)
                            x->step, x->idx);
 }
 
+/* Finish t, whose events carry the order they were added in as their value, and check that
+ * they come in the reference order of ref[n] (sorted here). */
+static void finish_in_reference_order(tl_trace *t, ref_ev *ref, size_t n)
+{
+    qsort(ref, n, sizeof *ref, ref_cmp);
+    CHECK_EQ_INT(tl_trace_finish(t), 0);
+    size_t bad = 0;
+    for (size_t i = 0; i < n && i < t->nev; i++)
+        bad += t->ev[i].value != (int64_t)ref[i].idx;
+    CHECK_EQ_INT(t->nev, n);
+    CHECK_EQ_INT(bad, 0);
+}
+
 /* n events on 4 tracks, each track's events partly in order (runs, as readers add them) and
  * partly shuffled, with few distinct starts and lengths (many ties) and some steps; finish must
  * put them in exactly the reference order, ties included. */
@@ -330,13 +343,7 @@ static void check_order_against_reference(size_t n, unsigned seed)
         e->value = (int64_t)i; /* where it was added, to be found again after the sort */
         ref[i] = (ref_ev){tr[k], ts, dur, step, i};
     }
-    qsort(ref, n, sizeof *ref, ref_cmp);
-    CHECK_EQ_INT(tl_trace_finish(&t), 0);
-    size_t bad = 0;
-    for (size_t i = 0; i < n && i < t.nev; i++)
-        bad += t.ev[i].value != (int64_t)ref[i].idx;
-    CHECK_EQ_INT(t.nev, n);
-    CHECK_EQ_INT(bad, 0);
+    finish_in_reference_order(&t, ref, n);
     free(ref);
     tl_trace_free(&t);
 }
@@ -870,6 +877,71 @@ TEST(finish_order_is_the_reference_order)
     check_order_against_reference(600000, 12);
 }
 
+/* Events added with each track's together, tracks ascending (as the .tally reader lays them out):
+ * the finish merges each track's runs in place. Track 0: its own events in order, then a tenth as
+ * many interleaved with them (a thread's ranges, then the runtime calls of it); track 1: in order
+ * but every 4000th event a little late; ties everywhere (equal starts and lengths, steps); with
+ * big, a track 2 of two interleaved halves of 100 000 events each, whose merge would take more
+ * room than the general way's index array: the finish goes that way after what it merged. The
+ * order must be the reference order, at 1 and 4 threads. */
+static void check_grouped(int big, int threads)
+{
+    tl_trace t;
+    tl_trace_init(&t);
+    t.read_threads = threads;
+    uint32_t tr[3];
+    for (int k = 0; k < 3; k++)
+        tr[k] = tl_trace_track(&t, TL_TRACK_THREAD, 1, 10 + k, -1);
+    size_t n = big ? 560000 : 360000;
+    ref_ev *ref = malloc(n * sizeof *ref);
+    CHECK(ref != NULL);
+    if (!ref)
+        return;
+    size_t i = 0;
+#define ADD(K, TS, DUR, STEP)                                                                      \
+    do {                                                                                           \
+        tl_event *e_ = fx_span(&t, tr[K], (STEP) ? TL_CAT_STEP : TL_CAT_USER, "x", (TS), (DUR));   \
+        e_->value = (int64_t)i;                                                                    \
+        ref[i] = (ref_ev){tr[K], (TS), (DUR), (STEP), i};                                          \
+        i++;                                                                                       \
+    } while (0)
+    for (size_t j = 0; j < 200000; j++) /* track 0: ranges in pairs starting together */
+        ADD(0, (int64_t)(j / 2), j % 2 ? 1 : 3, 0);
+    for (size_t j = 0; j < 20000; j++) /* then the calls, among them, some tied with them */
+        ADD(0, (int64_t)(j * 5), (int64_t)(j % 4), 0);
+    for (size_t j = 0; j < 140000; j++) { /* track 1, a step first among equals now and then */
+        int64_t ts = (int64_t)(j / 2);
+        if (j % 4000 == 3999)
+            ts -= 3; /* late */
+        ADD(1, ts, j % 2 ? 1 : 2, j % 50 == 0);
+    }
+    if (big) {
+        for (size_t j = 0; j < 100000; j++)
+            ADD(2, (int64_t)(2 * j), 1, 0);
+        for (size_t j = 0; j < 100000; j++)
+            ADD(2, (int64_t)(2 * j + 1), 1, 0);
+    }
+#undef ADD
+    CHECK_EQ_INT(i, n);
+    finish_in_reference_order(&t, ref, n);
+    if (big) {
+        CHECK_EQ_INT(t.read_stats.permuted, n);
+    } else {
+        CHECK_EQ_INT(t.read_stats.permuted, 0);
+        CHECK_EQ_INT(t.read_stats.merged, n);
+    }
+    free(ref);
+    tl_trace_free(&t);
+}
+
+TEST(tracks_together_merge_in_place_in_the_reference_order)
+{
+    for (int threads = 1; threads <= 4; threads += 3) {
+        check_grouped(0, threads);
+        check_grouped(1, threads);
+    }
+}
+
 TEST(interval_algebra)
 {
     tl_ivset a = {0}, b = {0}, out = {0};
@@ -1013,6 +1085,7 @@ int main(void)
     RUN(unnamed_copies_and_memsets_get_pytorchs_names);
     RUN(many_events_sort_like_a_reference_order);
     RUN(finish_order_is_the_reference_order);
+    RUN(tracks_together_merge_in_place_in_the_reference_order);
     RUN(interval_algebra);
     RUN(union_length_is_the_unions_length);
     RUN(profiled_window_is_union_of_steps);

@@ -863,6 +863,246 @@ TEST(gpu_work_links_and_cross_thread_ranges)
     free(b.p);
 }
 
+/* ---- each track's events laid out together -------------------------------------------------- */
+
+/* What the test knows of each event it writes: its identity (a unique name, or the size of a
+ * memory event), its track and order keys, and when the decoder meets it (runs by slot, then
+ * seq: the slot in the high bits). */
+typedef struct known_ev {
+    char name[40];
+    int64_t tid, stream; /* stream -1: on thread tid */
+    int64_t ts, dur, bytes;
+    int step;
+    uint64_t seq;
+    uint32_t track;
+} known_ev;
+
+typedef struct known_set {
+    known_ev *ev;
+    size_t n, cap;
+} known_set;
+
+static known_ev *known_add(known_set *k, const char *name, int64_t tid, int64_t ts, uint64_t seq)
+{
+    if (k->n == k->cap) {
+        k->cap = k->cap ? 2 * k->cap : 1024;
+        k->ev = realloc(k->ev, k->cap * sizeof *k->ev);
+    }
+    known_ev *e = &k->ev[k->n++];
+    memset(e, 0, sizeof *e);
+    snprintf(e->name, sizeof e->name, "%s", name);
+    e->tid = tid;
+    e->stream = -1;
+    e->ts = ts;
+    e->seq = seq;
+    return e;
+}
+
+static int known_cmp(const void *a, const void *b)
+{
+    const known_ev *x = a, *y = b;
+    if (tl_sorts_before(x->track, x->ts, x->dur, x->step, x->seq, y->track, y->ts, y->dur, y->step,
+                        y->seq))
+        return -1;
+    return tl_sorts_before(y->track, y->ts, y->dur, y->step, y->seq, x->track, x->ts, x->dur,
+                           x->step, x->seq);
+}
+
+/* One run of a thread, to be written in any order among the others. */
+typedef struct run_buf {
+    uint32_t slot;
+    int64_t tid;
+    uint64_t seq;
+    fb b;
+} run_buf;
+
+typedef struct run_list {
+    run_buf *r;
+    size_t n;
+} run_list;
+
+static void run_add(run_list *l, uint32_t slot, int64_t tid, uint64_t seq, fb *b)
+{
+    l->r = realloc(l->r, (l->n + 1) * sizeof *l->r);
+    l->r[l->n++] = (run_buf){slot, tid, seq, *b};
+    memset(b, 0, sizeof *b);
+}
+
+/* A host thread's records in runs of about 40: ranges nested at random, one in ties starting
+ * with the one before (ties broken by the length, steps first, then the order decoded); marks;
+ * allocations (unique sizes) each with a label, which is no event; on slot 100, steps each ended
+ * before the next. */
+static void host_thread(known_set *k, run_list *l, uint32_t slot, int64_t tid, int ties)
+{
+    size_t open[64], depth = 0, recs = 0, step_at = 0;
+    int64_t t = 1000, step = -1;
+    uint64_t seq = (uint64_t)slot << 32, rseq = 0;
+    fb cur = {0};
+    char nm[40];
+    for (int i = 0; i < 1500; i++) {
+        int r = rand() % 10;
+        if (recs >= 40) {
+            run_add(l, slot, tid, rseq++, &cur);
+            recs = 0;
+        }
+        if (r < 4 && depth < 64) {
+            snprintf(nm, sizeof nm, "t%lld_%d", (long long)tid, i);
+            str_rec(&cur, TALLY__STR_NAME, TALLY_USER, nm);
+            rec(&cur, TALLY__R_PUSH, (uint64_t)t, 0);
+            known_add(k, nm, tid, t, seq++);
+            open[depth++] = k->n - 1;
+            recs += 4;
+        } else if (r < 8 && depth) {
+            rec(&cur, TALLY__R_POP, (uint64_t)t, 0);
+            known_ev *e = &k->ev[open[--depth]];
+            e->dur = t - e->ts;
+            recs++;
+        } else if (r == 8 && i % 2) {
+            snprintf(nm, sizeof nm, "m%lld_%d", (long long)tid, i);
+            str_rec(&cur, TALLY__STR_NAME, TALLY_USER, nm);
+            rec(&cur, TALLY__R_MARK, (uint64_t)t, 0);
+            known_add(k, nm, tid, t, seq++);
+            recs += 4;
+        } else if (r == 8) {
+            tally__fmt_memory m = {0x1000 + (uint64_t)i, -1, 0, -1, -1};
+            int64_t bytes = 10000 * tid + i;
+            rec(&cur, TALLY__R_MEMORY_SHORT, (uint64_t)t, (uint64_t)bytes);
+            put(&cur, &m, 16);
+            m.category = TALLY__MEM_LABEL;
+            rec(&cur, TALLY__R_MEMORY_SHORT, (uint64_t)t, 64);
+            put(&cur, &m, 16);
+            known_add(k, "[memory]", tid, t, seq++)->bytes = bytes;
+            recs += 4;
+        } else if (r == 9 && tid == 100) {
+            if (step >= 0) {
+                rec(&cur, TALLY__R_STEP_END, (uint64_t)t, (uint64_t)step);
+                k->ev[step_at].dur = t - k->ev[step_at].ts;
+            }
+            step++;
+            rec(&cur, TALLY__R_STEP_BEGIN, (uint64_t)t, (uint64_t)step);
+            snprintf(nm, sizeof nm, "ProfilerStep#%lld", (long long)step);
+            known_add(k, nm, tid, t, seq++)->step = 1;
+            step_at = k->n - 1;
+            recs += 2;
+        }
+        t += rand() % ties ? 1 + rand() % 3 : 0; /* one in ties: events start together */
+    }
+    while (depth) {
+        rec(&cur, TALLY__R_POP, (uint64_t)t, 0);
+        known_ev *e = &k->ev[open[--depth]];
+        e->dur = t - e->ts;
+    }
+    if (step >= 0) {
+        rec(&cur, TALLY__R_STEP_END, (uint64_t)t, (uint64_t)step);
+        k->ev[step_at].dur = t - k->ev[step_at].ts;
+    }
+    run_add(l, slot, tid, rseq, &cur);
+}
+
+/* A collector thread's runs: runtime calls on the host threads at the times of their events in
+ * time order (nhost known events, in each thread's order; many as long as the event: ties broken
+ * only by the order decoded), some on a thread with no runs of its own (tid 999), and kernels on
+ * two streams in time order but a few. */
+static void collector_thread(known_set *k, run_list *l, uint32_t slot, int64_t tid, size_t nhost)
+{
+    uint64_t seq = (uint64_t)slot << 32, rseq = 0;
+    fb cur = {0};
+    char nm[40];
+    int64_t kt[2] = {1000, 1000};
+    size_t next = 0;
+    for (int i = 0; i < 2000; i++) {
+        if (i % 50 == 49)
+            run_add(l, slot, tid, rseq++, &cur);
+        int r = rand() % 4;
+        if (r < 2) {
+            next += 1 + (size_t)rand() % 4; /* the host events are in their threads' order */
+            const known_ev *h = &k->ev[next % nhost];
+            int64_t on = rand() % 8 ? h->tid : 999, dur = rand() % 2 ? h->dur : rand() % 5;
+            snprintf(nm, sizeof nm, "api%d", i);
+            api_rec(&cur, h->ts, h->ts + dur, i + 1, on, nm);
+            known_add(k, nm, on, h->ts, seq++)->dur = dur;
+        } else {
+            int s = r - 2;
+            int64_t ts = rand() % 100 ? kt[s] : kt[s] - rand() % 40, dur = rand() % 4;
+            kt[s] += 1 + rand() % 3;
+            snprintf(nm, sizeof nm, "k%d", i);
+            device_ev(&cur,
+                      (dev_ev){TALLY__CAT_KERNEL, s ? 13 : 7, ts, ts + dur, i + 1, nm, 0, 0, 0});
+            known_ev *e = known_add(k, nm, -1, ts, seq++);
+            e->stream = s ? 13 : 7;
+            e->dur = dur;
+        }
+    }
+    run_add(l, slot, tid, rseq, &cur);
+}
+
+/* The .tally reader lays each track's events out together (a first pass counts them), so that
+ * the finish merges a track's runs in place instead of permuting the array: the model must be
+ * the one sorting the events as decoded gives, ties included, with the collector's slot before
+ * or after the threads', runs written in any order, at 1 and 3 threads; and no permutation.
+ * With events out of place on their track every few events (ties at every third start), the
+ * finish permutes, to the same order. */
+TEST(tracks_laid_out_together_keep_the_models_order)
+{
+    for (int variant = 0; variant < 3; variant++) {
+        srand(900 + (unsigned)variant);
+        known_set k = {0};
+        run_list l = {0};
+        uint32_t coll = variant == 1 ? 5 : 1, first = variant == 1 ? 1 : 2; /* the collector's
+                                                                  slot: before or after theirs */
+        for (uint32_t h = 0; h < 4; h++)
+            host_thread(&k, &l, first + h, 100 + h, variant == 2 ? 3 : 200);
+        collector_thread(&k, &l, coll, 300, k.n);
+        fb b = {0};
+        file_start(&b, 0, NULL, 0);
+        for (size_t i = l.n; i > 1; i--) { /* the runs in a shuffled order */
+            size_t j = (size_t)rand() % i;
+            run_buf x = l.r[i - 1];
+            l.r[i - 1] = l.r[j];
+            l.r[j] = x;
+        }
+        for (size_t i = 0; i < l.n; i++) {
+            size_t at = events_begin(&b, l.r[i].slot, l.r[i].tid, l.r[i].seq, 0);
+            put(&b, l.r[i].b.p, l.r[i].b.len);
+            chunk_end(&b, at);
+            free(l.r[i].b.p);
+        }
+        for (int threads = 1; threads <= 3; threads += 2) {
+            tl_trace t;
+            tl_trace_init(&t);
+            t.read_threads = threads;
+            tl_error err = {{0}};
+            CHECK_EQ_INT(tl_read_tally_mem(&t, b.p, b.len, "layout.tally", &err), 0);
+            uint32_t ntracks = t.ntracks;
+            for (size_t i = 0; i < k.n; i++)
+                k.ev[i].track = k.ev[i].stream >= 0
+                                    ? tl_trace_track(&t, TL_TRACK_STREAM, 4242, k.ev[i].stream, 0)
+                                    : tl_trace_track(&t, TL_TRACK_THREAD, 4242, k.ev[i].tid, -1);
+            CHECK_EQ_INT(t.ntracks, ntracks); /* every one was there */
+            qsort(k.ev, k.n, sizeof *k.ev, known_cmp);
+            CHECK_EQ_INT(t.nev, k.n);
+            size_t bad = 0;
+            for (size_t i = 0; i < k.n && i < t.nev; i++) {
+                const tl_event *e = &t.ev[i];
+                bad += strcmp(tl_str(&t.strings, e->name), k.ev[i].name) != 0 ||
+                       e->track != k.ev[i].track || e->ts != k.ev[i].ts || e->dur != k.ev[i].dur ||
+                       (e->cat == TL_CAT_MEMORY && e->value != k.ev[i].bytes);
+            }
+            CHECK_EQ_INT(bad, 0);
+            if (variant < 2) {
+                CHECK_EQ_INT(t.read_stats.permuted, 0);
+                CHECK(t.read_stats.merged > 0);
+            } else {
+                CHECK_EQ_INT(t.read_stats.permuted, t.nev);
+            }
+            tl_trace_free(&t);
+        }
+        free(b.p);
+        free(k.ev);
+        free(l.r);
+    }
+}
+
 TEST(ranges_never_closed_are_flagged_and_counted)
 {
     fb b = open_ranges_file(0);
@@ -1182,6 +1422,7 @@ int main(int argc, char **argv)
     RUN(zeros_end_a_run_and_later_runs_are_read);
     RUN(chunk_never_written_is_skipped);
     RUN(gpu_work_links_and_cross_thread_ranges);
+    RUN(tracks_laid_out_together_keep_the_models_order);
     RUN(ranges_never_closed_are_flagged_and_counted);
     RUN(ranges_never_closed_survive_export);
     RUN(keyed_arguments_and_losses);
