@@ -411,9 +411,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_tally_export: %s\n", derr.msg);
         goto failed;
     }
-    static const char *reads[] = {"", "decode (tl_tally_decode, keeping nothing)",
-                                  "read   (tl_read_tally, the trace model)  ",
-                                  "pages  (the events' array alone, touched)"};
+    static const char *reads[] = {[DECODE] = "decode (tl_tally_decode, keeping nothing)",
+                                  [READ] = "read   (tl_read_tally, the trace model)  ",
+                                  [PAGES] = "pages  (the events' array alone, touched)"};
     for (int how = DECODE; how <= PAGES; how++) {
         double t[15], u[15], sy[15], peak;
         if (measure_runs(how, in, json, runs, t, u, sy, &peak) != 0)
@@ -428,8 +428,8 @@ int main(int argc, char **argv)
                    (double)file_events * sizeof(tl_event) / 1e6,
                    (double)file_events * sizeof(tl_event) / med / 1e9);
     }
-    static const char *names[] = {"", "", "", "model  (tl_read_tally + tl_write_chrome)",
-                                  "stream (tl_tally_export)                "};
+    static const char *names[] = {[MODEL] = "model  (tl_read_tally + tl_write_chrome)",
+                                  [STREAM] = "stream (tl_tally_export)                "};
     for (int how = MODEL; how <= STREAM && !read_only; how++) {
         double t[15], u[15], sy[15], peak;
         if (measure_runs(how, in, json, runs, t, u, sy, &peak) != 0)
