@@ -1576,11 +1576,11 @@ static void *order_range(void *arg)
     return NULL;
 }
 
-/* Whether a comes strictly before b on one track (ties: neither). */
+/* Whether a comes strictly before b on one track: the order without its last key (ties:
+ * neither). */
 static inline int ev_key_before(const tl_event *a, const tl_event *b)
 {
-    return tl_sorts_before(0, a->ts, a->dur, a->cat == TL_CAT_STEP, 0, 0, b->ts, b->dur,
-                           b->cat == TL_CAT_STEP, 0);
+    return ev_before(a, 0, b, 0);
 }
 
 /* The first of ev[lo, hi) (in order) that x comes strictly before (after: 0) or that does not

@@ -888,6 +888,25 @@ static int decode_run(tl_tally_dec *d, const tl_tally_sink *s, const tl_tally_ru
     return 0;
 }
 
+/* The runs' walk that the count and the decoding share: whether run c begins another thread
+ * (a slot is reused after its thread exits); then *slot, *tid and *track are its. */
+static int run_thread(tl_tally_dec *d, const tl_tally_run *c, uint32_t *slot, int64_t *tid,
+                      uint32_t *track)
+{
+    if (c->h.slot == *slot && c->h.tid == *tid)
+        return 0;
+    *slot = c->h.slot;
+    *tid = c->h.tid;
+    *track = tl_trace_track(d->t, TL_TRACK_THREAD, d->t->pid, c->h.tid, -1);
+    return 1;
+}
+
+/* Run c's record slots; NULL when they cannot be read (err says why). */
+static const unsigned char *run_records(tl_tally_dec *d, const tl_tally_run *c)
+{
+    return at(d, c->off + sizeof(tally__chunk_header) + sizeof(tally__events_header), c->nrec * 16);
+}
+
 /* How many events decode_run makes of a run on each track (count[track], tracks made as it makes
  * them): the same walk, reading only what says whether a record is an event and on which track.
  * A record decode_run refuses ends the count of its run (the decoding says what is wrong). */
@@ -957,17 +976,12 @@ int tl_tally_count(tl_tally_dec *d, size_t **count, size_t *ncount)
 {
     tl_trace *t = d->t;
     size_t *cnt = NULL, cap = 0;
-    uint32_t cur_slot = 0, track = 0; /* tl_tally_decode's thread switches, the same way */
+    uint32_t cur_slot = 0, track = 0;
     int64_t cur_tid = 0;
     for (size_t i = 0; i < d->nruns; i++) {
         const tl_tally_run *c = &d->runs[i];
-        if (c->h.slot != cur_slot || c->h.tid != cur_tid) {
-            cur_slot = c->h.slot;
-            cur_tid = c->h.tid;
-            track = tl_trace_track(t, TL_TRACK_THREAD, t->pid, c->h.tid, -1);
-        }
-        size_t pos = c->off + sizeof(tally__chunk_header) + sizeof(tally__events_header);
-        const unsigned char *p = at(d, pos, c->nrec * 16);
+        run_thread(d, c, &cur_slot, &cur_tid, &track);
+        const unsigned char *p = run_records(d, c);
         if (!p)
             break; /* the decoding says why */
         if (count_run(d, c, p, track, &cnt, &cap) != 0) {
@@ -1004,13 +1018,10 @@ int tl_tally_decode(tl_tally_dec *d, const tl_tally_sink *s)
     int64_t cur_tid = 0;
     for (size_t i = 0; i < d->nruns; i++) {
         const tl_tally_run *c = &d->runs[i];
-        if (c->h.slot != cur_slot || c->h.tid != cur_tid) {
-            /* another thread (a slot is reused after its thread exits): the previous thread's
-             * open pushes stay open (the sink closes them at the end) */
+        if (run_thread(d, c, &cur_slot, &cur_tid, &td.track)) {
+            /* another thread: the previous thread's open pushes stay open (the sink closes them
+             * at the end) */
             d->nstack = 0;
-            cur_slot = c->h.slot;
-            cur_tid = c->h.tid;
-            td.track = tl_trace_track(t, TL_TRACK_THREAD, t->pid, c->h.tid, -1);
             td.open_step = -1;
         } else if (td.damaged || c->h.seq != td.seq + 1) {
             /* records of this thread are missing in between: the pops among them are unknown,
@@ -1018,8 +1029,7 @@ int tl_tally_decode(tl_tally_dec *d, const tl_tally_sink *s)
             d->nstack = 0;
         }
         td.seq = c->h.seq;
-        size_t pos = c->off + sizeof(tally__chunk_header) + sizeof(tally__events_header);
-        const unsigned char *p = at(d, pos, c->nrec * 16);
+        const unsigned char *p = run_records(d, c);
         if (!p || decode_run(d, s, c, p, &td) != 0)
             return -1;
     }

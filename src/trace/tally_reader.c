@@ -6,7 +6,7 @@
  * it. A first pass of the decoder counts each track's events, so that each track gets its room
  * in the event array, tracks in order, and its events go there in the order they begin: a
  * thread's ranges in order, then the runtime calls the collector recorded for it, also in order,
- * which tl_trace_finish merges in place (docs/DESIGN.md, "Reading .tally files"). At the end it
+ * which tl_trace_finish merges in place (docs/DESIGN.md, "Tracks laid out together"). At the end it
  * closes what was never ended: ranges still open are drawn to the end of the trace, flagged
  * TL_EV_UNCLOSED and counted (t->open_ranges); a step ended only by tally_stop is kept flagged, a
  * step never ended is dropped, and so are all step spans of a file with no STEP_END. Then it gives
@@ -160,20 +160,18 @@ static int read_tally(tl_trace *t, const void *data, int fd, size_t len, const c
         tl_error_setc(err, TL_ERR_NOMEM, "%s: out of memory", d.name);
         goto out;
     }
-    for (size_t tr = 0; tr < ntr; tr++)
-        at += count[tr];
-    if (ntr && at <= t->cap_ev) { /* else (no room reserved) every event is appended */
+    if (ntr) {
         m.end = m.next + ntr;
-        m.ntracks = ntr;
-        at = base;
         for (size_t tr = 0; tr < ntr; tr++) {
             m.next[tr] = at;
             at += count[tr];
             m.end[tr] = at;
         }
-    } else {
-        at = base;
     }
+    if (at <= t->cap_ev) /* else (no room reserved) every event is appended */
+        m.ntracks = ntr;
+    else
+        at = base;
     t->nev = at; /* what the count missed goes after */
     /* the kernel zeroing the events' fresh pages was a third of the time: another core takes
      * those faults, all of the rooms from the start (they are all written) */
