@@ -761,6 +761,22 @@ static int track_rehash(tl_trace *t, uint32_t n)
     return 0;
 }
 
+uint32_t tl_trace_find_track(const tl_trace *t, tl_track_kind kind, int64_t pid, int64_t tid,
+                             int32_t device)
+{
+    if (!t->ntrack_slots_)
+        return UINT32_MAX;
+    uint32_t mask = t->ntrack_slots_ - 1;
+    for (uint32_t i = (uint32_t)track_hash(kind, pid, tid, device) & mask;; i = (i + 1) & mask) {
+        uint32_t v = t->track_slots_[i];
+        if (!v)
+            return UINT32_MAX;
+        const tl_track *tr = &t->tracks[v - 1];
+        if (tr->kind == kind && tr->pid == pid && tr->tid == tid && tr->device == device)
+            return v - 1;
+    }
+}
+
 uint32_t tl_trace_track(tl_trace *t, tl_track_kind kind, int64_t pid, int64_t tid, int32_t device)
 {
     if ((t->ntracks + 1) * 2 > t->ntrack_slots_ &&
@@ -1603,11 +1619,15 @@ typedef struct merge_buf {
     size_t cap, limit;
 } merge_buf;
 
+/* The most pieces a merge splits its shorter run into to keep within its buffer */
+#define MERGE_PIECES_MAX 8
+
 /* Merge the adjacent runs ev[lo, m) and ev[m, hi), each in order: stable, so events that tie keep
  * the order they were added in (the sort's last key). Only where they overlap moves: the first
  * run's events before the second's first and the second's after the first's last stay, so an
- * event a little out of place costs little; the shorter of what is left goes through the buffer.
- * 0; 1 when the buffer would pass its limit (nothing moved); -1 out of memory. */
+ * event a little out of place costs little; the shorter of what is left goes through the buffer,
+ * in pieces when it is longer than the buffer's limit. 0; 1 when it would take more than
+ * MERGE_PIECES_MAX pieces (nothing moved); -1 out of memory. */
 static int merge_adjacent(tl_event *ev, size_t lo, size_t m, size_t hi, merge_buf *mb)
 {
     lo = run_search(ev, lo, m, &ev[m], 0);
@@ -1615,6 +1635,28 @@ static int merge_adjacent(tl_event *ev, size_t lo, size_t m, size_t hi, merge_bu
     size_t short_n = m - lo < hi - m ? m - lo : hi - m;
     if (!short_n)
         return 0;
+    if (short_n > mb->limit) {
+        /* The shorter run in pieces that fit: the second's front first, each merged with all
+         * before it, or the first's back first, each with all after it. The longer run's
+         * events move once a piece (a few times in all), still far less than the general way,
+         * and in order: stable, as the pieces keep their order. */
+        size_t piece = mb->limit;
+        if (!piece || short_n / piece >= MERGE_PIECES_MAX)
+            return 1;
+        for (size_t b = m, e; hi - m == short_n && b < hi; b = e) {
+            e = hi - b > piece ? b + piece : hi;
+            int rc = merge_adjacent(ev, lo, b, e, mb);
+            if (rc != 0)
+                return rc;
+        }
+        for (size_t e = m, b; hi - m != short_n && e > lo; e = b) {
+            b = e - lo > piece ? e - piece : lo;
+            int rc = merge_adjacent(ev, b, e, hi, mb);
+            if (rc != 0)
+                return rc;
+        }
+        return 0;
+    }
     if (short_n > mb->cap) {
         if (short_n > mb->limit)
             return 1;

@@ -494,6 +494,10 @@ tl_event *tl_trace_add(tl_trace *t);
 int tl_trace_reserve(tl_trace *t, size_t n);
 /* Find or add the track (kind, pid, tid, device); returns its index. */
 uint32_t tl_trace_track(tl_trace *t, tl_track_kind kind, int64_t pid, int64_t tid, int32_t device);
+/* The same track if it exists (UINT32_MAX if not), changing nothing: threads may look up at once.
+ */
+uint32_t tl_trace_find_track(const tl_trace *t, tl_track_kind kind, int64_t pid, int64_t tid,
+                             int32_t device);
 /* Keep only the tracks with keep[k] != 0 (k < n; tracks from n on are dropped), in their order,
  * renumbering the events' tracks. For readers that create tracks from metadata (a thread's
  * name) or from events they then skip: a track nothing ran on is not a thread of the trace.

@@ -482,25 +482,108 @@ typedef struct thread_dec {
     int damaged;  /* that run was cut short or never written in full */
 } thread_dec;
 
-static int push_stack(tl_tally_dec *d, int64_t ref)
+static int push_stack(tl_tally_walk *w, int64_t ref)
 {
-    if (tl_grow_array(&d->stack, &d->cap_stack, d->nstack + 1, sizeof *d->stack) != 0)
+    if (tl_grow_array(&w->stack, &w->cap_stack, w->nstack + 1, sizeof *w->stack) != 0)
         return -1;
-    d->stack[d->nstack++] = ref;
+    w->stack[w->nstack++] = ref;
     return 0;
 }
 
-static inline void saw(tl_tally_dec *d, int64_t ns)
+static inline void saw(tl_tally_walk *w, int64_t ns)
 {
-    if (ns > d->max_ns)
-        d->max_ns = ns;
+    if (ns > w->max_ns)
+        w->max_ns = ns;
 }
 
-/* Hand ev to the sink; its reference, or -1 when out of memory. */
-static inline int64_t emit(tl_tally_dec *d, const tl_tally_sink *s, tl_tally_ev *ev)
+static void walk_start(tl_tally_walk *w, tl_tally_part *pt, tl_error *err)
 {
-    saw(d, ev->e.ts);
+    w->part = pt;
+    w->err = err;
+    w->nstack = 0;
+    w->max_ns = INT64_MIN;
+    w->any_step_end = 0;
+    w->unwritten = w->unwritten_at = 0;
+}
+
+static int wfail(const tl_tally_dec *d, tl_tally_walk *w, size_t off, const char *what)
+{
+    tl_error_set(w->err, "%s: offset %zu: %s", d->name, off, what);
+    return -1;
+}
+
+static int wfail_nomem(const tl_tally_dec *d, tl_tally_walk *w, size_t off)
+{
+    tl_error_setc(w->err, TL_ERR_NOMEM, "%s: offset %zu: out of memory", d->name, off);
+    return -1;
+}
+
+/* The string id of text s[len]: the trace's (pt NULL: in order), or the part's own, tagged. */
+static inline uint32_t walk_intern(tl_tally_dec *d, tl_tally_part *pt, const char *s, size_t len)
+{
+    if (!pt)
+        return tl_intern(&d->t->strings, s, len);
+    uint32_t id = tl_intern(&pt->strings, s, len);
+    return id ? id | TL_TALLY_LOCAL : 0;
+}
+
+/* The track of kind, tid, device (the trace's pid): made if new in the decoding in order; a
+ * part only finds those the count made (*tr UINT32_MAX and -1 when missing: the part fails). */
+static inline int walk_track(tl_tally_dec *d, const tl_tally_part *pt, tl_track_kind kind,
+                             int64_t tid, int32_t device, uint32_t *tr)
+{
+    if (!pt) {
+        *tr = tl_trace_track(d->t, kind, d->t->pid, tid, device);
+        return 0;
+    }
+    *tr = tl_trace_find_track(d->t, kind, d->t->pid, tid, device);
+    return *tr == UINT32_MAX ? -1 : 0;
+}
+
+/* The argument named by a key the part did not define (yet): deferred to the merge, which looks
+ * it up where the decoding in order would. Its tagged id, or 0 when out of memory. */
+static uint32_t deferred_arg(tl_tally_part *pt, uint64_t key)
+{
+    uint64_t *k = tl_u64map_get(&pt->deferred_keys, key);
+    size_t i = k ? (size_t)*k - 1 : pt->ndeferred;
+    if (!k) {
+        if (pt->ndeferred >= TL_TALLY_DEFERRED ||
+            tl_grow_array(&pt->deferred, &pt->cap_deferred, pt->ndeferred + 1,
+                          sizeof *pt->deferred) != 0 ||
+            tl_u64map_put(&pt->deferred_keys, key, i + 1) != 0)
+            return 0;
+        pt->deferred[pt->ndeferred++] = (struct tl_tally_def){key, pt->strings.count};
+    }
+    return (uint32_t)i | TL_TALLY_LOCAL | TL_TALLY_DEFERRED;
+}
+
+/* Hand ev to the sink; its reference, or -1 when out of memory. In a part, the texts become the
+ * part's ids first (the name, then the arguments: the order the sink would intern them), and
+ * an argument named by an undefined key (def_key, when have_def) is deferred. */
+static inline int64_t emit(tl_tally_dec *d, tl_tally_walk *w, tl_tally_part *pt,
+                           const tl_tally_sink *s, tl_tally_ev *ev, int have_def, uint64_t def_key)
+{
+    saw(w, ev->e.ts);
+    if (pt) {
+        if (ev->e.name == TL_TALLY_TEXT &&
+            !(ev->e.name = walk_intern(d, pt, ev->name, ev->name_len)) && ev->name_len)
+            return -1;
+        if (ev->e.args == TL_TALLY_TEXT &&
+            !(ev->e.args = walk_intern(d, pt, ev->args, ev->args_len)) && ev->args_len)
+            return -1;
+        if (have_def && !(ev->e.args = deferred_arg(pt, def_key)))
+            return -1;
+    }
     return s->open(s->ctx, ev);
+}
+
+/* A BEGIN or END in a part: kept for the merge, which replays them in order. */
+static int part_handle(tl_tally_part *pt, uint64_t h, int64_t v, int end)
+{
+    if (tl_grow_array(&pt->ops, &pt->cap_ops, pt->nops + 1, sizeof *pt->ops) != 0)
+        return -1;
+    pt->ops[pt->nops++] = (tl_tally_handle_op){h, v, end};
+    return 0;
 }
 
 /* CUPTI's memory activity (a device event of category MEMORY, its address in the arguments as
@@ -549,7 +632,7 @@ static int end_handle(tl_tally_dec *d, const tl_tally_sink *s, uint64_t h, int64
     if (ref) {
         int64_t r = (int64_t)*ref;
         tl_u64map_del(&d->begins, h);
-        saw(d, ns);
+        saw(&d->walk, ns);
         return s->close(s->ctx, r, ns, 0);
     }
     if (tl_u64map_get(&d->ends, h))
@@ -563,7 +646,7 @@ static int begin_handle(tl_tally_dec *d, const tl_tally_sink *s, uint64_t h, int
     if (end) {
         int64_t ns = (int64_t)*end;
         tl_u64map_del(&d->ends, h);
-        saw(d, ns);
+        saw(&d->walk, ns);
         return s->close(s->ctx, ref, ns, 0);
     }
     return tl_u64map_put(&d->begins, h, (uint64_t)ref);
@@ -589,8 +672,9 @@ static size_t written_slots(const unsigned char *p, size_t n)
 /* Decode one run (its n record slots at p) into events. A run cut short (the file ends inside
  * it) or never written in full (zeros from some record on) is read up to its last complete
  * record, and marked damaged: what its lost tail closed is unknown. */
-static int decode_run(tl_tally_dec *d, const tl_tally_sink *s, const tl_tally_run *c,
-                      const unsigned char *p, thread_dec *td)
+static inline __attribute__((always_inline)) int
+decode_run(tl_tally_dec *d, tl_tally_walk *w, tl_tally_part *pt, const tl_tally_sink *s,
+           const tl_tally_run *c, const unsigned char *p, thread_dec *td)
 {
     tl_trace *t = d->t;
     size_t n = c->nrec;
@@ -602,6 +686,8 @@ static int decode_run(tl_tally_dec *d, const tl_tally_sink *s, const tl_tally_ru
     uint16_t pend_cat = 0;
     uint64_t pend_value = 0;
     int have_value = 0;
+    uint64_t def_key = 0; /* in a part: an argument named by a key it did not define */
+    int have_def = 0;
     uint64_t last_key = 0; /* the call site met last (0: none yet) and its index */
     size_t last_site = SIZE_MAX;
     td->damaged = c->cut;
@@ -618,7 +704,7 @@ static int decode_run(tl_tally_dec *d, const tl_tally_sink *s, const tl_tally_ru
         if (slots > n - i) {
             if (c->cut)
                 break; /* its payload was cut off with the file */
-            return fail(d, roff, "expected the record's payload inside its chunk");
+            return wfail(d, w, roff, "expected the record's payload inside its chunk");
         }
         if (i + slots > written && i + slots < n)
             break;                                       /* its payload runs into the zeros */
@@ -646,7 +732,7 @@ static int decode_run(tl_tally_dec *d, const tl_tally_sink *s, const tl_tally_ru
                     ev.site_line = site->line;
                     ev.site = (uint32_t)last_site + 1;
                 } else {
-                    ev.e.name = tl_intern(&t->strings, "(unknown)", 9);
+                    ev.e.name = walk_intern(d, pt, "(unknown)", 9);
                 }
             } else if (pend_name) {
                 ev.e.name = TL_TALLY_TEXT;
@@ -676,62 +762,63 @@ static int decode_run(tl_tally_dec *d, const tl_tally_sink *s, const tl_tally_ru
                     ev.e.value = tl_d_to_i64(v * 1000.0);
                 }
             }
-            int64_t ref = emit(d, s, &ev);
+            int64_t ref = emit(d, w, pt, s, &ev, have_def, def_key);
             if (ref < 0)
-                return fail_nomem(d, roff);
+                return wfail_nomem(d, w, roff);
             if (type == TALLY__R_PUSH) {
-                if (push_stack(d, ref) != 0)
-                    return fail_nomem(d, roff);
+                if (push_stack(w, ref) != 0)
+                    return wfail_nomem(d, w, roff);
             } else if (type == TALLY__R_BEGIN) {
                 uint64_t h = ((uint64_t)c->h.slot << 40) | (begin_seq & ((UINT64_C(1) << 40) - 1));
                 begin_seq++;
-                if (begin_handle(d, s, h, ref) != 0)
-                    return fail_nomem(d, roff);
+                if ((pt ? part_handle(pt, h, ref, 0) : begin_handle(d, s, h, ref)) != 0)
+                    return wfail_nomem(d, w, roff);
             }
             pend_name = pend_arg = NULL;
-            have_value = 0;
+            have_value = have_def = 0;
             break;
         }
         case TALLY__R_POP:
-            if (d->nstack) {
+            if (w->nstack) {
                 int64_t ns = to_ns(d, x.w0);
-                saw(d, ns);
-                if (s->close(s->ctx, d->stack[--d->nstack], ns, 0) != 0)
-                    return fail_nomem(d, roff);
+                saw(w, ns);
+                if (s->close(s->ctx, w->stack[--w->nstack], ns, 0) != 0)
+                    return wfail_nomem(d, w, roff);
             }
             break;
         case TALLY__R_END:
-            if (end_handle(d, s, x.w1, to_ns(d, x.w0)) != 0)
-                return fail_nomem(d, roff);
+            if ((pt ? part_handle(pt, x.w1, to_ns(d, x.w0), 1)
+                    : end_handle(d, s, x.w1, to_ns(d, x.w0))) != 0)
+                return wfail_nomem(d, w, roff);
             break;
         case TALLY__R_STEP_BEGIN: {
             int l =
-                snprintf(d->step_name, sizeof d->step_name, "ProfilerStep#%lld", (long long)x.w1);
+                snprintf(w->step_name, sizeof w->step_name, "ProfilerStep#%lld", (long long)x.w1);
             ev_init(&ev, td->track, to_ns(d, x.w0), TL_CAT_STEP);
             ev.e.name = TL_TALLY_TEXT;
-            ev.name = d->step_name;
+            ev.name = w->step_name;
             ev.name_len = (uint32_t)l;
             ev.e.value = (int64_t)x.w1;
             ev.e.dur = -1;
-            if ((td->open_step = emit(d, s, &ev)) < 0)
-                return fail_nomem(d, roff);
+            if ((td->open_step = emit(d, w, pt, s, &ev, 0, 0)) < 0)
+                return wfail_nomem(d, w, roff);
             td->open_step_no = (int64_t)x.w1;
             break;
         }
         case TALLY__R_STEP_END:
         case TALLY__R_STEP_STOP: {
             int64_t ns = to_ns(d, x.w0);
-            saw(d, ns);
+            saw(w, ns);
             if (type == TALLY__R_STEP_END) {
-                d->any_step_end = 1;
+                w->any_step_end = 1;
                 if (s->samples &&
                     s->samples(s->ctx, (int64_t)x.w1, have_value ? (int64_t)pend_value : 0) != 0)
-                    return fail_nomem(d, roff);
+                    return wfail_nomem(d, w, roff);
             }
             if (td->open_step >= 0 && td->open_step_no == (int64_t)x.w1) {
                 uint16_t flags = type == TALLY__R_STEP_STOP ? TL_EV_UNCLOSED : 0;
                 if (s->close(s->ctx, td->open_step, ns, flags) != 0)
-                    return fail_nomem(d, roff);
+                    return wfail_nomem(d, w, roff);
                 td->open_step = -1;
             }
             have_value = 0;
@@ -739,7 +826,7 @@ static int decode_run(tl_tally_dec *d, const tl_tally_sink *s, const tl_tally_ru
         }
         case TALLY__R_STR: {
             if (x.w1 > (uint64_t)(slots - 1) * 16)
-                return fail(d, roff, "expected a string inside its record");
+                return wfail(d, w, roff, "expected a string inside its record");
             unsigned role = TALLY__STR_ROLE(&x);
             if (role == TALLY__STR_NAME) {
                 pend_name = pl;
@@ -748,14 +835,28 @@ static int decode_run(tl_tally_dec *d, const tl_tally_sink *s, const tl_tally_ru
             } else if (role == TALLY__STR_ARG) {
                 pend_arg = pl;
                 pend_arg_len = (uint32_t)x.w1;
+                have_def = 0;
                 if (have_value) { /* a keyed argument: later ARGREFs name it by its key */
-                    uint32_t id = tl_intern(&t->strings, pl, (size_t)x.w1);
-                    if (tl_u64map_put(&d->arg_keys, pend_value, id) != 0)
-                        return fail_nomem(d, roff);
+                    uint32_t id = walk_intern(d, pt, pl, (size_t)x.w1);
+                    if (pt ? tl_u64map_put(&pt->arg_keys, pend_value, id) != 0 ||
+                                 tl_grow_array(&pt->defs, &pt->cap_defs, pt->ndefs + 1,
+                                               sizeof *pt->defs) != 0
+                           : tl_u64map_put(&d->arg_keys, pend_value, id) != 0)
+                        return wfail_nomem(d, w, roff);
+                    if (pt)
+                        pt->defs[pt->ndefs++] = (struct tl_tally_def){pend_value, id};
                     have_value = 0;
                 }
             } else if (role == TALLY__STR_THREAD) {
-                t->tracks[td->track].name = tl_intern(&t->strings, pl, (size_t)x.w1);
+                uint32_t id = walk_intern(d, pt, pl, (size_t)x.w1);
+                if (!pt) {
+                    t->tracks[td->track].name = id;
+                } else {
+                    if (tl_grow_array(&pt->names, &pt->cap_names, pt->nnames + 1,
+                                      sizeof *pt->names) != 0)
+                        return wfail_nomem(d, w, roff);
+                    pt->names[pt->nnames++] = (struct tl_tally_name){td->track, id};
+                }
             }
             break;
         }
@@ -764,6 +865,14 @@ static int decode_run(tl_tally_dec *d, const tl_tally_sink *s, const tl_tally_ru
             have_value = 1;
             break;
         case TALLY__R_ARGREF: {
+            if (pt) { /* its own definition, else the one before the part (at the merge) */
+                uint64_t *id = tl_u64map_get(&pt->arg_keys, x.w1);
+                pend_arg = id ? tl_str(&pt->strings, (uint32_t)*id & ~TL_TALLY_LOCAL) : NULL;
+                pend_arg_len = id ? pt->strings.len[*id & ~TL_TALLY_LOCAL] : 0;
+                have_def = !id;
+                def_key = x.w1;
+                break;
+            }
             uint64_t *id = tl_u64map_get(&d->arg_keys, x.w1);
             if (id) {
                 pend_arg = tl_str(&t->strings, (uint32_t)*id);
@@ -778,11 +887,13 @@ static int decode_run(tl_tally_dec *d, const tl_tally_sink *s, const tl_tally_ru
         case TALLY__R_DEVICE: {
             tally__fmt_device dv;
             if ((slots - 1) * 16 < sizeof dv)
-                return fail(d, roff, "expected a 64-byte device event");
+                return wfail(d, w, roff, "expected a 64-byte device event");
             memcpy(&dv, pl, sizeof dv);
             if ((uint64_t)dv.name_len + dv.args_len > (slots - 1) * 16 - sizeof dv)
-                return fail(d, roff, "expected the device event's name inside its record");
-            uint32_t tr = tl_trace_track(t, TL_TRACK_STREAM, t->pid, dv.stream, dv.device);
+                return wfail(d, w, roff, "expected the device event's name inside its record");
+            uint32_t tr;
+            if (walk_track(d, pt, TL_TRACK_STREAM, dv.stream, dv.device, &tr) != 0)
+                return wfail(d, w, roff, "a stream the count did not make");
             dv.start = tl_clamp_time(dv.start); /* device times are ns already */
             dv.end = tl_clamp_time(dv.end);
             ev_init(&ev, tr, dv.start, clamp_cat(dv.cat));
@@ -799,33 +910,35 @@ static int decode_run(tl_tally_dec *d, const tl_tally_sink *s, const tl_tally_ru
             ev.e.value = dv.bytes;
             ev.e.copy = dv.copy_kind;
             ev.e.flags = dv.flags;
-            saw(d, dv.end);
-            if (emit(d, s, &ev) < 0)
-                return fail_nomem(d, roff);
+            saw(w, dv.end);
+            if (emit(d, w, pt, s, &ev, 0, 0) < 0)
+                return wfail_nomem(d, w, roff);
             if (dv.cat == TALLY__CAT_MEMORY && s->memory &&
                 cupti_memory(d, s, &dv, ev.args, ev.args_len, tr) != 0)
-                return fail_nomem(d, roff);
+                return wfail_nomem(d, w, roff);
             break;
         }
         case TALLY__R_API: {
             tally__fmt_api a;
             if ((slots - 1) * 16 < sizeof a)
-                return fail(d, roff, "expected a 40-byte API event");
+                return wfail(d, w, roff, "expected a 40-byte API event");
             memcpy(&a, pl, sizeof a);
             if (a.name_len > (slots - 1) * 16 - sizeof a)
-                return fail(d, roff, "expected the API event's name inside its record");
+                return wfail(d, w, roff, "expected the API event's name inside its record");
             a.start = tl_clamp_time(a.start); /* API times are ns already */
             a.end = tl_clamp_time(a.end);
-            uint32_t tr = tl_trace_track(t, TL_TRACK_THREAD, t->pid, a.tid, -1);
+            uint32_t tr;
+            if (walk_track(d, pt, TL_TRACK_THREAD, a.tid, -1, &tr) != 0)
+                return wfail(d, w, roff, "a thread the count did not make");
             ev_init(&ev, tr, a.start, clamp_cat(a.cat));
             ev.e.name = TL_TALLY_TEXT;
             ev.name = pl + sizeof a;
             ev.name_len = a.name_len;
             ev.e.dur = tl_tally_dur(a.start, a.end);
             ev.e.corr = a.corr;
-            saw(d, a.end);
-            if (emit(d, s, &ev) < 0)
-                return fail_nomem(d, roff);
+            saw(w, a.end);
+            if (emit(d, w, pt, s, &ev, 0, 0) < 0)
+                return wfail_nomem(d, w, roff);
             break;
         }
         case TALLY__R_MEMORY:
@@ -844,10 +957,10 @@ static int decode_run(tl_tally_dec *d, const tl_tally_sink *s, const tl_tally_ru
                 ev.name_len = 8;
                 ev.e.value = (int64_t)x.w1;
                 ev.e.flags = (uint16_t)(TL_EV_INSTANT | (m.device >= 0 ? TL_EV_MEM_DEVICE : 0));
-                if (emit(d, s, &ev) < 0)
-                    return fail_nomem(d, roff);
+                if (emit(d, w, pt, s, &ev, 0, 0) < 0)
+                    return wfail_nomem(d, w, roff);
             } else {
-                saw(d, ns);
+                saw(w, ns);
             }
             if (s->memory) {
                 tl_memev me;
@@ -863,10 +976,10 @@ static int decode_run(tl_tally_dec *d, const tl_tally_sink *s, const tl_tally_ru
                                              : TL_MEM_OTHER);
                 me.flags = (uint16_t)(((flags & TALLY__MEM_LABEL) ? TL_MEM_LABEL : 0) |
                                       ((flags & TALLY__MEM_LIVE) ? TL_MEM_LIVE : 0));
-                me.name = pend_name ? tl_intern(&t->strings, pend_name, pend_name_len) : 0;
+                me.name = pend_name ? walk_intern(d, pt, pend_name, pend_name_len) : 0;
                 me.track = td->track;
                 if (s->memory(s->ctx, &me) != 0)
-                    return fail_nomem(d, roff);
+                    return wfail_nomem(d, w, roff);
             }
             pend_name = NULL;
             break;
@@ -874,7 +987,7 @@ static int decode_run(tl_tally_dec *d, const tl_tally_sink *s, const tl_tally_ru
         default: {
             char msg[96];
             snprintf(msg, sizeof msg, "expected a record type 1..16, found %u", type);
-            return fail(d, roff, msg);
+            return wfail(d, w, roff, msg);
         }
         }
         i += slots;
@@ -884,8 +997,21 @@ static int decode_run(tl_tally_dec *d, const tl_tally_sink *s, const tl_tally_ru
     /* left early: the rest of the run was cut off with the file or never written */
     td->damaged = 1;
     if (!c->cut)
-        note_unwritten(&t->unwritten, &t->unwritten_at, c->off);
+        note_unwritten(&w->unwritten, &w->unwritten_at, c->off);
     return 0;
+}
+
+/* decode_run made twice: in order (no part: none of a part's work on the way) and in a part */
+static int decode_run_in_order(tl_tally_dec *d, tl_tally_walk *w, const tl_tally_sink *s,
+                               const tl_tally_run *c, const unsigned char *p, thread_dec *td)
+{
+    return decode_run(d, w, NULL, s, c, p, td);
+}
+
+static int decode_run_in_part(tl_tally_dec *d, tl_tally_walk *w, const tl_tally_sink *s,
+                              const tl_tally_run *c, const unsigned char *p, thread_dec *td)
+{
+    return decode_run(d, w, w->part, s, c, p, td);
 }
 
 /* The runs' walk that the count and the decoding share: whether run c begins another thread
@@ -915,6 +1041,7 @@ static int count_run(tl_tally_dec *d, const tl_tally_run *c, const unsigned char
 {
     tl_trace *t = d->t;
     size_t n = c->nrec, written = written_slots(p, n);
+    size_t *cnt = *count, ncnt = *cap; /* (kept here: the loop is the count's time) */
     for (size_t i = 0; i < written;) {
         tally__rec x;
         memcpy(&x, p + i * 16, 16);
@@ -959,87 +1086,247 @@ static int count_run(tl_tally_dec *d, const tl_tally_run *c, const unsigned char
             tr = UINT32_MAX; /* no event */
         }
         if (tr != UINT32_MAX) {
-            if (tr >= *cap) {
+            if (tr >= ncnt) {
                 size_t had = *cap;
                 if (tl_grow_array(count, cap, (size_t)tr + 1, sizeof **count) != 0)
                     return fail_nomem(d, c->off);
                 memset(*count + had, 0, (*cap - had) * sizeof **count);
+                cnt = *count;
+                ncnt = *cap;
             }
-            (*count)[tr]++;
+            cnt[tr]++;
         }
         i += slots;
     }
     return 0;
 }
 
-int tl_tally_count(tl_tally_dec *d, size_t **count, size_t *ncount)
+int tl_tally_count(tl_tally_dec *d, const tl_tally_part *parts, size_t nparts, size_t **count,
+                   size_t *ncount)
 {
     tl_trace *t = d->t;
-    size_t *cnt = NULL, cap = 0;
+    tl_tally_part all = {.first_run = 0, .end_run = d->nruns};
+    if (!parts) {
+        parts = &all;
+        nparts = 1;
+    }
+    /* each part's counts (tracks are made as the runs go, so their number is known at the end) */
+    size_t **cnt = calloc(nparts, sizeof *cnt), *cap = calloc(nparts, sizeof *cap), *m = NULL;
+    int rc = -1;
+    if (!cnt || !cap) {
+        fail_nomem(d, 0);
+        goto out;
+    }
     uint32_t cur_slot = 0, track = 0;
     int64_t cur_tid = 0;
-    for (size_t i = 0; i < d->nruns; i++) {
-        const tl_tally_run *c = &d->runs[i];
-        run_thread(d, c, &cur_slot, &cur_tid, &track);
-        const unsigned char *p = run_records(d, c);
-        if (!p)
-            break; /* the decoding says why */
-        if (count_run(d, c, p, track, &cnt, &cap) != 0) {
-            free(cnt);
-            return -1;
+    for (size_t p = 0; p < nparts; p++)
+        for (size_t i = parts[p].first_run; i < parts[p].end_run; i++) {
+            const tl_tally_run *c = &d->runs[i];
+            run_thread(d, c, &cur_slot, &cur_tid, &track);
+            const unsigned char *r = run_records(d, c);
+            if (!r)
+                goto done; /* the decoding says why */
+            if (count_run(d, c, r, track, &cnt[p], &cap[p]) != 0)
+                goto out;
         }
-    }
+done:;
     /* an entry for every track (those made before, at the index, too) */
-    if (cap < t->ntracks) {
-        size_t had = cap;
-        if (tl_grow_array(&cnt, &cap, t->ntracks, sizeof *cnt) != 0) {
-            free(cnt);
-            return fail_nomem(d, 0);
-        }
-        memset(cnt + had, 0, (cap - had) * sizeof *cnt);
+    size_t nt = t->ntracks;
+    if (nt && nparts > SIZE_MAX / sizeof *m / nt) {
+        fail_nomem(d, 0);
+        goto out;
     }
-    *count = cnt;
-    *ncount = t->ntracks;
+    size_t cells = nparts * nt;
+    if (!(m = calloc(cells ? cells : 1, sizeof *m))) {
+        fail_nomem(d, 0);
+        goto out;
+    }
+    for (size_t p = 0; p < nparts; p++)
+        if (cap[p])
+            memcpy(m + p * nt, cnt[p], (cap[p] < nt ? cap[p] : nt) * sizeof *m);
+    *count = m;
+    *ncount = nt;
+    rc = 0;
+out:
+    for (size_t p = 0; cnt && p < nparts; p++)
+        free(cnt[p]);
+    free(cnt);
+    free(cap);
+    return rc;
+}
+
+/* Decode runs [first, end) into s with walk w, as one decoding in order does them. */
+static int decode_runs(tl_tally_dec *d, tl_tally_walk *w, const tl_tally_sink *s, size_t first,
+                       size_t end)
+{
+    thread_dec td = {0, -1, 0, 0, 0};
+    uint32_t cur_slot = 0;
+    int64_t cur_tid = 0;
+    for (size_t i = first; i < end; i++) {
+        const tl_tally_run *c = &d->runs[i];
+        int other;
+        if (!w->part) {
+            other = run_thread(d, c, &cur_slot, &cur_tid, &td.track);
+        } else if ((other = c->h.slot != cur_slot || c->h.tid != cur_tid)) {
+            cur_slot = c->h.slot;
+            cur_tid = c->h.tid;
+            if (walk_track(d, w->part, TL_TRACK_THREAD, c->h.tid, -1, &td.track) != 0)
+                return wfail(d, w, c->off, "a thread the count did not make");
+        }
+        if (other) {
+            /* another thread: the previous thread's open pushes stay open (the sink closes them
+             * at the end) */
+            w->nstack = 0;
+            td.open_step = -1;
+        } else if (td.damaged || c->h.seq != td.seq + 1) {
+            /* records of this thread are missing in between: the pops among them are unknown,
+             * so the ranges open before stay open and this run pops only its own pushes */
+            w->nstack = 0;
+        }
+        td.seq = c->h.seq;
+        const unsigned char *p = run_records(d, c);
+        if (!p || (w->part ? decode_run_in_part(d, w, s, c, p, &td)
+                           : decode_run_in_order(d, w, s, c, p, &td)) != 0)
+            return -1;
+    }
     return 0;
+}
+
+/* A decoding in order, or the settling of parts, starts: d's walk and the handles' maps. */
+static void decoding_start(tl_tally_dec *d)
+{
+    walk_start(&d->walk, NULL, d->err);
+    d->walk.unwritten = d->unwritten;
+    d->walk.unwritten_at = d->unwritten_at;
+    tl_u64map_clear(&d->begins);
+    tl_u64map_clear(&d->ends);
 }
 
 int tl_tally_decode(tl_tally_dec *d, const tl_tally_sink *s)
 {
     tl_trace *t = d->t;
-    d->max_ns = INT64_MIN;
-    d->any_step_end = 0;
-    d->nstack = 0;
-    tl_u64map_clear(&d->begins);
-    tl_u64map_clear(&d->ends);
-    t->unwritten = d->unwritten;
-    t->unwritten_at = d->unwritten_at;
-    thread_dec td = {0, -1, 0, 0, 0};
-    uint32_t cur_slot = 0;
-    int64_t cur_tid = 0;
-    for (size_t i = 0; i < d->nruns; i++) {
-        const tl_tally_run *c = &d->runs[i];
-        if (run_thread(d, c, &cur_slot, &cur_tid, &td.track)) {
-            /* another thread: the previous thread's open pushes stay open (the sink closes them
-             * at the end) */
-            d->nstack = 0;
-            td.open_step = -1;
-        } else if (td.damaged || c->h.seq != td.seq + 1) {
-            /* records of this thread are missing in between: the pops among them are unknown,
-             * so the ranges open before stay open and this run pops only its own pushes */
-            d->nstack = 0;
+    decoding_start(d);
+    int rc = decode_runs(d, &d->walk, s, 0, d->nruns);
+    t->unwritten = d->walk.unwritten;
+    t->unwritten_at = d->walk.unwritten_at;
+    return rc;
+}
+
+size_t tl_tally_split(const tl_tally_dec *d, tl_tally_part *parts, size_t max)
+{
+    if (!max || !d->nruns)
+        return 0;
+    size_t total = 0;
+    for (size_t i = 0; i < d->nruns; i++)
+        total += d->runs[i].nrec;
+    size_t n = 0, before = 0; /* the records of the parts before the current one */
+    for (size_t i = 0; i < d->nruns;) {
+        size_t j = i + 1, recs = d->runs[i].nrec; /* a thread's runs: [i, j) */
+        while (j < d->nruns && d->runs[j].h.slot == d->runs[i].h.slot &&
+               d->runs[j].h.tid == d->runs[i].h.tid)
+            recs += d->runs[j++].nrec;
+        /* a new part when the ones so far have their share */
+        if (!n || (n < max && before >= (double)total * (double)n / (double)max)) {
+            tl_tally_part *pt = &parts[n++];
+            memset(pt, 0, sizeof *pt);
+            pt->first_run = i;
+            tl_strtab_init(&pt->strings);
         }
-        td.seq = c->h.seq;
-        const unsigned char *p = run_records(d, c);
-        if (!p || decode_run(d, s, c, p, &td) != 0)
-            return -1;
+        parts[n - 1].end_run = j;
+        parts[n - 1].nrec += recs;
+        before += recs;
+        i = j;
     }
+    return n;
+}
+
+int tl_tally_decode_part(tl_tally_dec *d, tl_tally_part *pt, const tl_tally_sink *s)
+{
+    walk_start(&pt->walk, pt, &pt->err);
+    return decode_runs(d, &pt->walk, s, pt->first_run, pt->end_run);
+}
+
+/* A deferred argument's trace string id, where the decoding in order would have looked its key
+ * up: after the parts before. Returns 0, or -1 (out of memory) with err filled. */
+static int settle_deferred(tl_tally_dec *d, uint64_t key, uint32_t *to)
+{
+    static const char lost[] = "(argument not in the file)";
+    uint64_t *id = tl_u64map_get(&d->arg_keys, key);
+    if (id) {
+        *to = (uint32_t)*id;
+        return 0;
+    }
+    if (!(*to = tl_intern(&d->t->strings, lost, sizeof lost - 1)))
+        return fail_nomem(d, 0);
     return 0;
+}
+
+int tl_tally_merge(tl_tally_dec *d, tl_tally_part *parts, size_t n, const tl_tally_sink *s)
+{
+    tl_trace *t = d->t;
+    decoding_start(d);
+    for (size_t p = 0; p < n; p++) {
+        tl_tally_part *pt = &parts[p];
+        tl_tally_walk *w = &pt->walk;
+        free(pt->remap);
+        free(pt->dremap);
+        pt->remap = malloc(pt->strings.count * sizeof *pt->remap);
+        pt->dremap = malloc((pt->ndeferred ? pt->ndeferred : 1) * sizeof *pt->dremap);
+        if (!pt->remap || !pt->dremap)
+            return fail_nomem(d, 0);
+        /* the part's texts in the order it met them, its deferred arguments where they were met */
+        size_t k = 0;
+        for (uint32_t j = 0; j < pt->strings.count; j++) {
+            for (; k < pt->ndeferred && pt->deferred[k].id <= j; k++)
+                if (settle_deferred(d, pt->deferred[k].key, &pt->dremap[k]) != 0)
+                    return -1;
+            pt->remap[j] = j ? tl_intern(&t->strings, pt->strings.str[j], pt->strings.len[j]) : 0;
+            if (j && !pt->remap[j] && pt->strings.len[j])
+                return fail_nomem(d, 0);
+        }
+        for (; k < pt->ndeferred; k++)
+            if (settle_deferred(d, pt->deferred[k].key, &pt->dremap[k]) != 0)
+                return -1;
+        for (size_t i = 0; i < pt->nnames; i++)
+            t->tracks[pt->names[i].track].name = tl_tally_part_id(pt, pt->names[i].id);
+        for (size_t i = 0; i < pt->ndefs; i++)
+            if (tl_u64map_put(&d->arg_keys, pt->defs[i].key, tl_tally_part_id(pt, pt->defs[i].id)))
+                return fail_nomem(d, 0);
+        saw(&d->walk, w->max_ns);
+        d->walk.any_step_end |= w->any_step_end;
+        if (w->unwritten && (!d->walk.unwritten || w->unwritten_at < d->walk.unwritten_at))
+            d->walk.unwritten_at = w->unwritten_at;
+        d->walk.unwritten += w->unwritten;
+        for (size_t i = 0; i < pt->nops; i++) {
+            const tl_tally_handle_op *o = &pt->ops[i];
+            if ((o->end ? end_handle(d, s, o->h, o->v) : begin_handle(d, s, o->h, o->v)) != 0)
+                return fail_nomem(d, 0);
+        }
+    }
+    t->unwritten = d->walk.unwritten;
+    t->unwritten_at = d->walk.unwritten_at;
+    return 0;
+}
+
+void tl_tally_part_free(tl_tally_part *pt)
+{
+    free(pt->walk.stack);
+    tl_strtab_free(&pt->strings);
+    tl_u64map_free(&pt->arg_keys);
+    tl_u64map_free(&pt->deferred_keys);
+    free(pt->defs);
+    free(pt->deferred);
+    free(pt->ops);
+    free(pt->names);
+    free(pt->remap);
+    free(pt->dremap);
+    memset(pt, 0, sizeof *pt);
 }
 
 int64_t tl_tally_end(const tl_tally_dec *d)
 {
-    int64_t end = d->have_end ? d->end_ns : d->max_ns;
-    return end < d->max_ns ? d->max_ns : end;
+    int64_t end = d->have_end ? d->end_ns : d->walk.max_ns;
+    return end < d->walk.max_ns ? d->walk.max_ns : end;
 }
 
 void tl_tally_close(tl_tally_dec *d)
@@ -1047,7 +1334,7 @@ void tl_tally_close(tl_tally_dec *d)
     free(d->buf);
     free(d->sites);
     free(d->runs);
-    free(d->stack);
+    free(d->walk.stack);
     tl_u64map_free(&d->site_map);
     tl_u64map_free(&d->begins);
     tl_u64map_free(&d->ends);

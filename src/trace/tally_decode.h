@@ -68,6 +68,19 @@ typedef struct tl_tally_run {
     tally__events_header h;
 } tl_tally_run;
 
+/* What a walk through the events changes as it goes: the decoding in order has one (d->walk);
+ * each part of a decoding in parts (below) its own. */
+typedef struct tl_tally_walk {
+    struct tl_tally_part *part; /* NULL: the decoding in order, straight into the trace */
+    tl_error *err;
+    int64_t *stack; /* the decoded thread's open pushes (references) */
+    size_t nstack, cap_stack;
+    int64_t max_ns;   /* the last timestamp met */
+    int any_step_end; /* a STEP_END: the file has steps (else step spans are not steps) */
+    uint64_t unwritten, unwritten_at; /* runs never written in full */
+    char step_name[48];
+} tl_tally_walk;
+
 typedef struct tl_tally_dec {
     tl_trace *t; /* metadata, tracks and strings go here */
     const char *name;
@@ -93,15 +106,11 @@ typedef struct tl_tally_dec {
     size_t nruns, cap_runs;
     uint64_t unwritten, unwritten_at; /* chunk headers of zeros the index met */
 
-    /* Decoding state, reset by each tl_tally_decode: */
-    int64_t max_ns;     /* the last timestamp met */
-    int any_step_end;   /* a STEP_END: the file has steps (else step spans are not steps) */
+    /* Decoding state, reset by each tl_tally_decode (and tl_tally_merge): */
+    tl_tally_walk walk;
     tl_u64map begins;   /* handle -> reference of a BEGIN not ended yet */
     tl_u64map ends;     /* handle -> ns of an END whose BEGIN was not met yet */
     tl_u64map arg_keys; /* key of a keyed argument string (VALUE + STR ARG) -> its string id */
-    int64_t *stack;     /* the decoded thread's open pushes (references) */
-    size_t nstack, cap_stack;
-    char step_name[48];
 } tl_tally_dec;
 
 /* Index the file: data[len] in memory, or (data NULL) the file open on fd, len bytes long.
@@ -110,19 +119,85 @@ typedef struct tl_tally_dec {
  * tl_tally_close either way. */
 int tl_tally_open(tl_tally_dec *d, tl_trace *t, const void *data, int fd, size_t len,
                   const char *name, tl_error *err);
-/* How many events tl_tally_decode will hand over on each track, without making them: *count
- * (malloc'ed, *ncount entries: the trace's tracks, which it makes as the decoding would, in the
- * same order) is exact for a file the decoding accepts. Returns 0, or -1 with err filled. */
-int tl_tally_count(tl_tally_dec *d, size_t **count, size_t *ncount);
-/* Decode every event into sink. Returns 0, or -1 with err filled. */
+/* How many events the decoding will hand over on each track, without making them, for each of
+ * the nparts parts (parts NULL: one, every run): count[p * *ncount + track] (malloc'ed; *ncount:
+ * the trace's tracks, which it makes as the decoding would, in the same order) is exact for a
+ * file the decoding accepts. Returns 0, or -1 with err filled. */
+int tl_tally_count(tl_tally_dec *d, const struct tl_tally_part *parts, size_t nparts,
+                   size_t **count, size_t *ncount);
+/* Decode every event into sink, in order. Returns 0, or -1 with err filled. */
 int tl_tally_decode(tl_tally_dec *d, const tl_tally_sink *sink);
+
+/* ---- decoding in parts (the model reader's, on several cores) --------------------------------
+ * The runs split into parts of whole threads, consecutive in the decoding's order, which decode
+ * at the same time, each into a sink of its own (its events into rooms of their own: the sink's
+ * to arrange, from tl_tally_count's counts by part). What is shared across threads in the order of
+ * the decoding is kept aside by each part and settled by tl_tally_merge, parts in order, so that
+ * the trace comes out as the decoding in order makes it, string ids included: the texts a part
+ * meets go in a table of its own (ids tagged TL_TALLY_LOCAL, in the order met, given trace ids
+ * at the merge in that order), the BEGIN/END handles are replayed, keyed argument definitions
+ * applied, an argument named by a key that the part did not define is looked up then
+ * (TL_TALLY_DEFERRED), and thread names set. A part that meets what only the decoding in order
+ * can take (a track the count did not make, a damaged record) fails; the caller decodes in order
+ * instead, which says what is wrong if anything is. */
+#define TL_TALLY_LOCAL    0x80000000u /* a string id in the part's own table */
+#define TL_TALLY_DEFERRED 0x40000000u /* with LOCAL: an argument of a key defined elsewhere */
+
+typedef struct tl_tally_handle_op {
+    uint64_t h;
+    int64_t v; /* a BEGIN's reference, an END's ns */
+    int end;
+} tl_tally_handle_op;
+
+typedef struct tl_tally_part {
+    /* parts sit side by side and change as they decode: each on cache lines of its own */
+    _Alignas(64) size_t first_run, end_run; /* its runs: d->runs[first_run, end_run), whole
+                                               threads */
+    size_t nrec;                            /* their record slots */
+    tl_tally_walk walk;
+    tl_error err;
+    tl_strtab strings;  /* the texts it met, in that order (id 0: "") */
+    tl_u64map arg_keys; /* key -> local id, of its own definitions */
+    struct tl_tally_def {
+        uint64_t key;
+        uint32_t id; /* a definition: the local id; deferred: the local strings made before */
+    } * defs, *deferred;
+    size_t ndefs, cap_defs, ndeferred, cap_deferred;
+    tl_u64map deferred_keys; /* key -> index in deferred + 1 */
+    tl_tally_handle_op *ops; /* its BEGINs and ENDs in order */
+    size_t nops, cap_ops;
+    struct tl_tally_name {
+        uint32_t track, id;
+    } * names; /* thread names, in order */
+    size_t nnames, cap_names;
+    uint32_t *remap, *dremap; /* after the merge: local id / deferred index -> trace string id */
+} tl_tally_part;
+
+/* Split the runs into at most max parts (d's runs in order, whole threads, about as many records
+ * each); parts[0, returned) are initialized (tl_tally_part_free each). */
+size_t tl_tally_split(const tl_tally_dec *d, tl_tally_part *parts, size_t max);
+/* Decode part pt into sink (another thread's part may decode at the same time; sink's open sees
+ * names and arguments as ids only, some tagged). Returns 0, or -1 with pt->err filled. */
+int tl_tally_decode_part(tl_tally_dec *d, tl_tally_part *pt, const tl_tally_sink *sink);
+/* Settle parts[0, n), each decoded, in order (see above); sink's close ends ranges. After it,
+ * tl_tally_part_id gives an event's trace string ids. Returns 0, or -1 with err filled. */
+int tl_tally_merge(tl_tally_dec *d, tl_tally_part *parts, size_t n, const tl_tally_sink *sink);
+static inline uint32_t tl_tally_part_id(const tl_tally_part *pt, uint32_t id)
+{
+    if (!(id & TL_TALLY_LOCAL))
+        return id;
+    if (id & TL_TALLY_DEFERRED)
+        return pt->dremap[id & ~(TL_TALLY_LOCAL | TL_TALLY_DEFERRED)];
+    return pt->remap[id & ~TL_TALLY_LOCAL];
+}
+void tl_tally_part_free(tl_tally_part *pt);
 /* Where ranges never ended end: END_NS, or the last timestamp in the file when later. */
 int64_t tl_tally_end(const tl_tally_dec *d);
 /* Whether a step span is kept: only when the file has a STEP_END, and only when it was ended
  * (by STEP_END, or by tally_stop: flagged unclosed). */
 static inline int tl_tally_keep_step(const tl_tally_dec *d, int64_t dur)
 {
-    return d->any_step_end && dur >= 0;
+    return d->walk.any_step_end && dur >= 0;
 }
 void tl_tally_close(tl_tally_dec *d);
 

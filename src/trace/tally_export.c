@@ -414,7 +414,7 @@ static int convert(stream *s, const char *path, FILE *f, const char *trace_name,
     if (run_pass(s, 1) != 0)
         return -1;
     /* the span as tl_trace_span gives it, over the events the model keeps */
-    s->keep_steps = s->d->any_step_end;
+    s->keep_steps = s->d->walk.any_step_end;
     if (s->keep_steps) {
         s->t0 = s->step_t0 < s->t0 ? s->step_t0 : s->t0;
         s->t1 = s->step_t1 > s->t1 ? s->step_t1 : s->t1;

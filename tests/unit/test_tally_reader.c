@@ -1272,6 +1272,17 @@ TEST(unknown_chunks_skipped)
     free(k.p);
 }
 
+/* Copy b into c with 1-4 random bits flipped; the length to read: every third time (by i) cut
+ * at a random byte, else whole. */
+static size_t damaged_copy(unsigned char *c, const fb *b, int i)
+{
+    memcpy(c, b->p, b->len);
+    int flips = 1 + rand() % 4;
+    for (int k = 0; k < flips; k++)
+        c[rand() % b->len] ^= (unsigned char)(1u << (rand() % 8));
+    return (i % 3 == 0) ? (size_t)rand() % b->len : b->len;
+}
+
 TEST(random_damage_never_crashes)
 {
     fb b = known_file();
@@ -1279,11 +1290,7 @@ TEST(random_damage_never_crashes)
     srand(12345);
     int ok = 0, bad = 0;
     for (int i = 0; i < 3000; i++) {
-        memcpy(c, b.p, b.len);
-        int flips = 1 + rand() % 4;
-        for (int k = 0; k < flips; k++)
-            c[rand() % b.len] ^= (unsigned char)(1u << (rand() % 8));
-        size_t len = (i % 3 == 0) ? (size_t)rand() % b.len : b.len;
+        size_t len = damaged_copy(c, &b, i);
         tl_trace t;
         tl_trace_init(&t);
         tl_error err = {{0}};
@@ -1294,6 +1301,228 @@ TEST(random_damage_never_crashes)
         tl_trace_free(&t);
     }
     CHECK(ok + bad == 3000); /* every failure names the offset */
+    free(c);
+    free(b.p);
+}
+
+/* ---- the decoding in parts: the same model as the decoding in order ------------------------- */
+
+/* Read p[len] at one thread (in order) and at threads (in parts when it has several threads):
+ * 0 and 0 or -1 and -1 with the same error; the same events field by field (string ids
+ * included: the parts' strings get their ids in the order the decoding in order makes them),
+ * strings, tracks, memory table, step samples and counts. *parts: the parts of the second read
+ * (0: decoded in order). Returns the number of differences. */
+static int same_model(const void *p, size_t len, int threads, size_t *parts)
+{
+    tl_trace a, b;
+    tl_trace_init(&a);
+    tl_trace_init(&b);
+    a.read_threads = 1;
+    b.read_threads = threads;
+    tl_error ea = {{0}}, eb = {{0}};
+    int ra = tl_read_tally_mem(&a, p, len, "parts.tally", &ea);
+    int rb = tl_read_tally_mem(&b, p, len, "parts.tally", &eb);
+    int diff = 0;
+    *parts = b.read_stats.windows;
+    if (ra != rb || (ra != 0 && strcmp(ea.msg, eb.msg) != 0)) {
+        fprintf(stderr, "  in order: %d %s; in parts: %d %s\n", ra, ea.msg, rb, eb.msg);
+        diff++;
+    } else if (ra == 0) {
+        diff += a.nev != b.nev || a.strings.count != b.strings.count || a.ntracks != b.ntracks ||
+                a.nmem != b.nmem || a.open_ranges != b.open_ranges || a.unwritten != b.unwritten ||
+                a.unwritten_at != b.unwritten_at;
+        for (size_t i = 0; !diff && i < a.nev; i++)
+            diff += memcmp(&a.ev[i], &b.ev[i], sizeof a.ev[i]) != 0;
+        for (uint32_t i = 0; !diff && i < a.strings.count; i++)
+            diff += strcmp(a.strings.str[i], b.strings.str[i]) != 0;
+        for (uint32_t i = 0; !diff && i < a.ntracks; i++)
+            diff += a.tracks[i].tid != b.tracks[i].tid || a.tracks[i].name != b.tracks[i].name ||
+                    a.tracks[i].kind != b.tracks[i].kind;
+        for (size_t i = 0; !diff && i < a.nmem; i++)
+            diff += memcmp(&a.mem[i], &b.mem[i], sizeof a.mem[i]) != 0;
+        size_t nsteps = 0;
+        for (size_t i = 0; i < a.nev; i++)
+            nsteps += a.ev[i].cat == TL_CAT_STEP;
+        diff += (a.step_samples == NULL) != (b.step_samples == NULL);
+        for (size_t i = 0; !diff && a.step_samples && i < nsteps; i++)
+            diff += a.step_samples[i] != b.step_samples[i];
+    }
+    tl_trace_free(&a);
+    tl_trace_free(&b);
+    return diff;
+}
+
+/* A file of four threads and a collector whose parts depend on each other through what is shared
+ * in the decoding's order: a BEGIN ended on a later thread and an END met before its BEGIN (and
+ * one ended twice); keyed arguments defined on one thread and named on a later one (found) and
+ * on an earlier one (not in the file: the decoding in order has not met the definition yet); the
+ * same texts on several threads (one string id); new names in STR records, device and API
+ * records; thread names; memory records with names; steps with samples; a call site not in the
+ * file; a thread's runs with a gap (seq) and one never written in full. */
+static fb shared_file(void)
+{
+    static const site_def sites[] = {{"fwd", TALLY_FORWARD}, {"op", TALLY_OPERATOR}};
+    fb b = {0};
+    file_start(&b, 0, sites, 2);
+    /* thread slot 1: names key 0xb2 before thread 2 defines it (lost), defines 0xa1 */
+    size_t at = events_begin(&b, 1, 100, 0, 0);
+    str_rec(&b, TALLY__STR_THREAD, 0, "main");
+    rec(&b, TALLY__R_STEP_BEGIN, 10, 0);
+    rec(&b, TALLY__R_ARGREF, 0, 0xb2);
+    rec(&b, TALLY__R_PUSH, 20, 0x1000);
+    rec(&b, TALLY__R_VALUE, 0, 0xa1);
+    str_rec(&b, TALLY__STR_ARG, 0, "[[1, 2]]");
+    rec(&b, TALLY__R_PUSH, 30, 0x2000);
+    rec(&b, TALLY__R_POP, 40, 0);
+    str_rec(&b, TALLY__STR_NAME, TALLY_BACKWARD, "shared text");
+    rec(&b, TALLY__R_PUSH, 50, 0);
+    rec(&b, TALLY__R_BEGIN, 55, 0x1000);                /* handle (1, 0): ended on slot 3 */
+    rec(&b, TALLY__R_END, 57, (UINT64_C(3) << 40) | 0); /* slot 3's BEGIN, met later */
+    rec(&b, TALLY__R_END, 58, (UINT64_C(3) << 40) | 0); /* and again: the first wins */
+    rec(&b, TALLY__R_POP, 60, 0);
+    rec(&b, TALLY__R_PUSH, 62, 0x9999); /* a call site not in the file */
+    rec(&b, TALLY__R_POP, 64, 0);
+    rec(&b, TALLY__R_POP, 70, 0);
+    rec(&b, TALLY__R_VALUE, 0, 64);
+    rec(&b, TALLY__R_STEP_END, 80, 0);
+    chunk_end(&b, at);
+    at = events_begin(&b, 1, 100, 1, 1); /* its next run */
+    rec(&b, TALLY__R_STEP_BEGIN, 80, 1);
+    rec(&b, TALLY__R_PUSH, 85, 0x1000);
+    tally__fmt_memory m = {0x7000, 1, 0, 512, 1024};
+    str_rec(&b, TALLY__STR_NAME, 0, "blocks.0.weight");
+    rec(&b, TALLY__R_MEMORY, 86, 256);
+    put(&b, &m, sizeof m);
+    put(&b, (char[16]){0}, (sizeof m + 15) / 16 * 16 - sizeof m);
+    rec(&b, TALLY__R_VALUE, 0, 32);
+    rec(&b, TALLY__R_STEP_END, 90, 1);
+    chunk_end(&b, at);
+    at = events_begin(&b, 1, 100, 3, 1); /* a gap: run 2 is missing; the push stays open */
+    rec(&b, TALLY__R_POP, 95, 0);
+    rec(&b, TALLY__R_PUSH, 96, 0x2000);
+    rec(&b, TALLY__R_POP, 97, 0);
+    chunk_end(&b, at);
+    /* thread slot 2: defines 0xb2, names 0xa1 (defined before: found) and 0xc3 (never) */
+    at = events_begin(&b, 2, 101, 0, 0);
+    str_rec(&b, TALLY__STR_THREAD, 0, "worker");
+    rec(&b, TALLY__R_ARGREF, 0, 0xa1);
+    rec(&b, TALLY__R_PUSH, 21, 0x2000);
+    rec(&b, TALLY__R_POP, 22, 0);
+    rec(&b, TALLY__R_VALUE, 0, 0xb2);
+    str_rec(&b, TALLY__STR_ARG, 0, "[[3]]");
+    rec(&b, TALLY__R_MARK, 23, 0x2000);
+    rec(&b, TALLY__R_ARGREF, 0, 0xc3);
+    rec(&b, TALLY__R_MARK, 24, 0x2000);
+    rec(&b, TALLY__R_ARGREF, 0, 0xb2);
+    rec(&b, TALLY__R_MARK, 25, 0x2000);
+    str_rec(&b, TALLY__STR_NAME, TALLY_BACKWARD, "shared text");
+    rec(&b, TALLY__R_PUSH, 26, 0);
+    rec(&b, TALLY__R_POP, 27, 0);
+    str_rec(&b, TALLY__STR_NAME, 0, "worker only");
+    rec(&b, TALLY__R_MARK, 28, 0);
+    chunk_end(&b, at);
+    /* thread slot 3: the BEGIN slot 1 ended already; ends slot 1's */
+    at = events_begin(&b, 3, 102, 0, 0);
+    rec(&b, TALLY__R_BEGIN, 52, 0x1000);
+    rec(&b, TALLY__R_END, 66, (UINT64_C(1) << 40) | 0);
+    rec(&b, TALLY__R_ARGREF, 0, 0xb2); /* defined by slot 2, before: found */
+    rec(&b, TALLY__R_PUSH, 67, 0x1000);
+    rec(&b, TALLY__R_POP, 68, 0);
+    chunk_end(&b, at);
+    /* thread slot 4: a run never written in full (zeros from its third record on) */
+    at = events_begin(&b, 4, 103, 0, 0);
+    rec(&b, TALLY__R_PUSH, 31, 0x1000);
+    rec(&b, TALLY__R_POP, 32, 0);
+    put(&b, (char[64]){0}, 64);
+    chunk_end(&b, at);
+    /* the collector (slot 5): runtime calls on threads 100 and 101 and their kernels */
+    at = events_begin(&b, 5, 999, 0, 0);
+    api_rec(&b, 33, 34, 7, 100, "cudaLaunchKernel");
+    device_rec(&b, 35, 45, 7, "gemm_kernel");
+    api_rec(&b, 36, 37, 8, 101, "cudaLaunchKernel");
+    device_rec(&b, 46, 50, 8, "shared text");
+    device_ev(&b, (dev_ev){TALLY__CAT_KERNEL, 9, 51, 52, 0, "other stream", 0, 0, 0});
+    chunk_end(&b, at);
+    return b;
+}
+
+TEST(decoding_in_parts_gives_the_model_of_the_decoding_in_order)
+{
+    size_t parts = 0;
+    fb b = shared_file();
+    for (int threads = 2; threads <= 7; threads++) {
+        CHECK_EQ_INT(same_model(b.p, b.len, threads, &parts), 0);
+        CHECK(parts >= 2); /* it was decoded in parts */
+    }
+    /* what the decoding in order gives, by construction */
+    tl_trace t;
+    tl_trace_init(&t);
+    t.read_threads = 3;
+    tl_error err = {{0}};
+    CHECK_EQ_INT(tl_read_tally_mem(&t, b.p, b.len, "parts.tally", &err), 0);
+    const char *lost = "(argument not in the file)";
+    struct {
+        int64_t tid, ts, dur;
+        const char *name, *args;
+    } want[] = {
+        {100, 20, 77, "fwd", lost},           /* ends at the gap's first pop: no, stays open */
+        {100, 30, 10, "op", "[[1, 2]]"},      /* its own definition */
+        {101, 21, 1, "op", "[[1, 2]]"},       /* thread 100's, decoded before */
+        {101, 23, 0, "op", "[[3]]"},          /* STR ARG of a definition */
+        {101, 24, 0, "op", lost},             /* never defined */
+        {101, 25, 0, "op", "[[3]]"},          /* its own, by key */
+        {102, 67, 1, "fwd", "[[3]]"},         /* thread 101's */
+        {100, 55, 11, "fwd", ""},             /* begun on 100, ended on 102 at 66 */
+        {102, 52, 5, "fwd", ""},              /* begun on 102, ended first on 100 at 57 */
+        {100, 62, 2, "(unknown)", ""},        /* a call site not in the file */
+        {101, 26, 1, "shared text", ""},      /* the same text on two threads */
+        {100, 33, 1, "cudaLaunchKernel", ""}, /* the collector's call on thread 100 */
+    };
+    for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+        int found = 0;
+        for (size_t i = 0; i < t.nev; i++) {
+            const tl_event *e = &t.ev[i];
+            if (t.tracks[e->track].kind == TL_TRACK_THREAD &&
+                t.tracks[e->track].tid == want[k].tid && e->ts == want[k].ts &&
+                !strcmp(tl_str(&t.strings, e->name), want[k].name)) {
+                found = 1;
+                if (k) /* the first: open to the end of the trace */
+                    CHECK_EQ_INT(e->dur, want[k].dur);
+                CHECK_STR(tl_str(&t.strings, e->args), want[k].args);
+            }
+        }
+        if (!found)
+            fprintf(stderr, "  not found: %s at %lld\n", want[k].name, (long long)want[k].ts);
+        CHECK(found);
+    }
+    CHECK_EQ_INT(tl_intern(&t.strings, "shared text", 11) < t.strings.count, 1);
+    int named = 0;
+    for (uint32_t i = 0; i < t.ntracks; i++)
+        named += !strcmp(tl_str(&t.strings, t.tracks[i].name), "main") ||
+                 !strcmp(tl_str(&t.strings, t.tracks[i].name), "worker");
+    CHECK_EQ_INT(named, 2);
+    CHECK_EQ_INT(t.nmem, 1);
+    if (t.nmem == 1)
+        CHECK_STR(tl_str(&t.strings, t.mem[0].name), "blocks.0.weight");
+    CHECK_EQ_INT(t.unwritten, 1);
+    CHECK(t.step_samples != NULL);
+    if (t.step_samples) {
+        CHECK_EQ_INT(t.step_samples[0], 64);
+        CHECK_EQ_INT(t.step_samples[1], 32);
+    }
+    tl_trace_free(&t);
+
+    /* damaged copies: the same model or the same error either way */
+    unsigned char *c = malloc(b.len);
+    srand(777);
+    int differ = 0, in_parts = 0;
+    for (int i = 0; i < 1500; i++) {
+        size_t len = damaged_copy(c, &b, i);
+        differ += same_model(c, len, 2 + i % 6, &parts) != 0;
+        in_parts += parts >= 2;
+    }
+    CHECK_EQ_INT(differ, 0);
+    CHECK(in_parts > 500);
     free(c);
     free(b.p);
 }
@@ -1423,6 +1652,7 @@ int main(int argc, char **argv)
     RUN(chunk_never_written_is_skipped);
     RUN(gpu_work_links_and_cross_thread_ranges);
     RUN(tracks_laid_out_together_keep_the_models_order);
+    RUN(decoding_in_parts_gives_the_model_of_the_decoding_in_order);
     RUN(ranges_never_closed_are_flagged_and_counted);
     RUN(ranges_never_closed_survive_export);
     RUN(keyed_arguments_and_losses);
