@@ -42,7 +42,7 @@ typedef struct model_sink {
     int part;
     tl_memev *mem;
     size_t nmem, cap_mem;
-    size_t *fix;
+    uint32_t *fix; /* (a part's events are fewer than 2^32: read_in_parts) */
     size_t nfix, cap_fix;
 } model_sink;
 
@@ -89,7 +89,7 @@ static int64_t part_open(void *ctx, const tl_tally_ev *x)
     if ((e->name | e->args) & TL_TALLY_LOCAL) {
         if (tl_grow_array(&m->fix, &m->cap_fix, m->nfix + 1, sizeof *m->fix) != 0)
             return -1;
-        m->fix[m->nfix++] = ref;
+        m->fix[m->nfix++] = (uint32_t)ref;
     }
     return (int64_t)ref;
 }
@@ -240,7 +240,7 @@ static int read_in_parts(tl_trace *t, tl_tally_dec *d, model_sink *m, tl_prefaul
     /* each part's rooms (next, then end, of each track) on cache lines of its own: a part
      * moves its next on at every event */
     size_t stride = (2 * ntr + 7) / 8 * 8 + 8;
-    if (n * ntr > nev + 4096 || base + nev > t->cap_ev ||
+    if (n * ntr > nev + 4096 || base + nev > t->cap_ev || t->cap_ev > UINT32_MAX ||
         !(rooms = malloc((n * stride + 8) * sizeof *rooms)))
         goto out;
     size_t *room0 = (size_t *)(((uintptr_t)rooms + 63) & ~(uintptr_t)63), at = base;

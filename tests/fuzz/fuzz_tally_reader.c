@@ -2,7 +2,9 @@
  * fuzz_tally_reader.c — libFuzzer target for the .tally reader and the streaming export: any
  * bytes must either read or fail with a one-line "NAME: offset N: ..." error, never crash, hang
  * or leak; and the streaming export (tally_export.c, no trace model) must agree with the reader:
- * it fails when the reader fails, and otherwise writes as many events as the model holds.
+ * it fails when the reader fails, and otherwise writes as many events as the model holds; and
+ * the decoding in parts (three threads) must give the decoding in order's model (one thread):
+ * the same events field by field and the same strings, or the same error.
  *
  *   cmake -DTALLY_FUZZ=ON -DCMAKE_C_COMPILER=clang ... && ./fuzz_tally_reader corpus/
  * Seed corpus: tests/fuzz/corpus_tally_reader (test_tally_reader --write-seeds DIR writes it).
@@ -41,5 +43,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (src != 0 && strcmp(serr.msg, err.msg) != 0)
         __builtin_trap();
     tl_trace_free(&t);
+
+    tl_trace a, b;
+    tl_error ea, eb;
+    memset(&ea, 0, sizeof ea);
+    memset(&eb, 0, sizeof eb);
+    tl_trace_init(&a);
+    tl_trace_init(&b);
+    a.read_threads = 1;
+    b.read_threads = 3;
+    int ra = tl_read_tally_mem(&a, data, size, "fuzz.tally", &ea);
+    int rb = tl_read_tally_mem(&b, data, size, "fuzz.tally", &eb);
+    if (ra != rb || (ra != 0 && strcmp(ea.msg, eb.msg) != 0))
+        __builtin_trap();
+    if (ra == 0) {
+        if (a.nev != b.nev || a.strings.count != b.strings.count || a.nmem != b.nmem)
+            __builtin_trap();
+        for (size_t i = 0; i < a.nev; i++)
+            if (memcmp(&a.ev[i], &b.ev[i], sizeof a.ev[i]) != 0)
+                __builtin_trap();
+        for (uint32_t i = 0; i < a.strings.count; i++)
+            if (strcmp(a.strings.str[i], b.strings.str[i]) != 0)
+                __builtin_trap();
+    }
+    tl_trace_free(&a);
+    tl_trace_free(&b);
     return 0;
 }
