@@ -350,6 +350,8 @@ typedef struct tl_trace {
      * flows, flow_bytes: the flow events read and the bytes the read held for them;
      * flows_again: those kept as their elements' offsets and read again at the end (the trace
      * needs its flows; those met before the first event that showed it).
+     * A .tally file decoded in parts: windows, the parts; threads, the threads that decoded
+     * them (both 0 when decoded in order).
      * The finish's order (any reader): merged, the events of tracks whose runs, laid out
      * together, it merged in place; permuted, the events of an array it permuted instead. */
     struct {

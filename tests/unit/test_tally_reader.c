@@ -3,7 +3,8 @@
  * timestamps, so exact durations), on files the recorder wrote, and on broken files: cut short
  * at every byte (read up to the last complete record), chunks never written in full (zeros),
  * corrupted (one-line error with the byte offset), unknown chunks (skipped), random damage (no
- * crash); ranges never closed (flagged, counted, warned about). Also measures the reader's speed.
+ * crash); ranges never closed (flagged, counted, warned about); the decoding in parts on several
+ * threads against the decoding in order (the same model). Also measures the reader's speed.
  *
  * `test_tally_reader --count FILE` reads FILE and prints its number of events (used by
  * tests/integration/record_kill.sh). `test_tally_reader --write-seeds DIR` writes the hand-built
