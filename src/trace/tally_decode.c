@@ -524,6 +524,8 @@ static inline uint32_t walk_intern(tl_tally_dec *d, tl_tally_part *pt, const cha
     if (!pt)
         return tl_intern(&d->t->strings, s, len);
     uint32_t id = tl_intern(&pt->strings, s, len);
+    if (id >= TL_TALLY_DEFERRED) /* a tag's bit: the part fails (as if out of memory) */
+        return 0;
     return id ? id | TL_TALLY_LOCAL : 0;
 }
 

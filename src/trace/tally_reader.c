@@ -227,7 +227,9 @@ static int read_in_parts(tl_trace *t, tl_tally_dec *d, model_sink *m, tl_prefaul
     size_t *order = calloc(maxp, sizeof *order), *count = NULL, *rooms = NULL, ntr = 0, n = 0;
     int rc = 0;
     double t0 = tl_now_s();
-    if (!parts || !sinks || !order || (n = tl_tally_split(d, parts, maxp)) < 2)
+    /* (the trace's string ids must leave the tags' bits free) */
+    if (!parts || !sinks || !order || t->strings.count >= TL_TALLY_DEFERRED ||
+        (n = tl_tally_split(d, parts, maxp)) < 2)
         goto out;
     if (tl_tally_count(d, parts, n, &count, &ntr) != 0) {
         rc = -1;
@@ -236,9 +238,9 @@ static int read_in_parts(tl_trace *t, tl_tally_dec *d, model_sink *m, tl_prefaul
     size_t nev = 0, base = t->nev;
     for (size_t k = 0; k < n * ntr; k++)
         nev += count[k];
-    /* a room per part and track: not for many threads' records on many tracks */
-    /* each part's rooms (next, then end, of each track) on cache lines of its own: a part
-     * moves its next on at every event */
+    /* a room per part and track (not for many threads' records on many tracks); each part's
+     * rooms (next, then end, of each track) on cache lines of its own: a part moves its next on
+     * at every event */
     size_t stride = (2 * ntr + 7) / 8 * 8 + 8;
     if (n * ntr > nev + 4096 || base + nev > t->cap_ev || t->cap_ev > UINT32_MAX ||
         !(rooms = malloc((n * stride + 8) * sizeof *rooms)))
