@@ -16,9 +16,9 @@
  * from wait4; a child that exits at once gives the baseline. Times are wall time in the parent,
  * the median of the runs; MB/s is of the .tally read and of the uncompressed JSON written.
  *
- *   bench_tally_export [--ranges N] [--runs R] [--keep FILE] [--read-only]
+ *   bench_tally_export [--ranges N] [--runs R] [--keep FILE] [--read-only] [--file FILE]
  *     (default 5000000 ranges, 3 runs; --keep: generate FILE, keep it, and measure on it;
- *     --read-only: measure the reading only)
+ *     --read-only: measure the reading only; --file: measure the reading of FILE as it is)
  */
 #include "record/format.h"
 #include "trace/model.h"
@@ -237,7 +237,7 @@ enum { NOTHING, DECODE, READ, PAGES, MODEL, STREAM };
 /* The events the file decodes into (counted in this process before the children fork): PAGES
  * makes an array of that many events and writes a byte in each page of it, what the model's
  * reading cannot avoid in a fresh process (the kernel zeroing fresh pages) */
-static size_t file_events;
+static size_t file_events, file_records; /* (records not counting their payload slots) */
 
 /* The decoder alone: a sink that keeps nothing (what the model reader adds is the rest) */
 static int64_t null_open(void *ctx, const tl_tally_ev *ev)
@@ -272,6 +272,16 @@ static int decode_only(const char *in, size_t *events, tl_error *err)
                          tl_tally_decode(&d, &sink) != 0
                      ? -1
                      : 0;
+            file_records = 0;
+            for (size_t r = 0; rc == 0 && r < d.nruns; r++) {
+                const unsigned char *p = (const unsigned char *)m + d.runs[r].off +
+                                         sizeof(tally__chunk_header) + sizeof(tally__events_header);
+                for (size_t i = 0; i < d.runs[r].nrec; file_records++) {
+                    tally__rec x;
+                    memcpy(&x, p + i * 16, 16);
+                    i += tally__rec_slots(&x);
+                }
+            }
             tl_tally_close(&d);
             munmap(m, (size_t)st.st_size);
         }
@@ -371,7 +381,7 @@ int main(int argc, char **argv)
 {
     size_t ranges = 5000000;
     int runs = 3;
-    const char *keep = NULL;
+    const char *keep = NULL, *file = NULL;
     int read_only = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--ranges") && i + 1 < argc)
@@ -382,27 +392,30 @@ int main(int argc, char **argv)
             keep = argv[++i];
         else if (!strcmp(argv[i], "--read-only"))
             read_only = 1;
+        else if (!strcmp(argv[i], "--file") && i + 1 < argc)
+            file = argv[++i], read_only = 1;
         else {
             fprintf(stderr, "usage: bench_tally_export [--ranges N] [--runs R] [--keep FILE] "
-                            "[--read-only]\n");
+                            "[--read-only] [--file FILE]\n");
             return strcmp(argv[i], "--help") ? 2 : 0;
         }
     }
     if (runs < 1 || runs > 15)
         runs = 3;
     char in[4096], json[64], gz[64];
-    snprintf(in, sizeof in, "%s", keep ? keep : "");
-    if (!keep)
+    snprintf(in, sizeof in, "%s", file ? file : keep ? keep : "");
+    if (!keep && !file)
         snprintf(in, sizeof in, "/tmp/bench_tally_export_%d.tally", (int)getpid());
     snprintf(json, sizeof json, "/tmp/bench_tally_export_%d.json", (int)getpid());
     snprintf(gz, sizeof gz, "/tmp/bench_tally_export_%d.json.gz", (int)getpid());
     size_t kernels;
     double t0 = now();
-    size_t n = generate(in, ranges, &kernels);
+    size_t n = file ? 0 : generate(in, ranges, &kernels);
     double in_mb = file_mb(in);
-    printf("file: %zu ranges on 4 threads, %zu kernel launches (runtime call + kernel), %.0f MB "
-           ".tally, %.1f M records, written in %.1f s\n",
-           n, kernels, in_mb, (double)out_records / 1e6, now() - t0);
+    if (!file)
+        printf("file: %zu ranges on 4 threads, %zu kernel launches (runtime call + kernel), %.0f "
+               "MB .tally, %.1f M records, written in %.1f s\n",
+               n, kernels, in_mb, (double)out_records / 1e6, now() - t0);
     double secs, rss;
     if (measure(NOTHING, in, json, &secs, &rss) == 0)
         printf("baseline: a child that does nothing: peak RSS %.1f MB\n", rss);
@@ -410,6 +423,11 @@ int main(int argc, char **argv)
     if (decode_only(in, &file_events, &derr) != 0) {
         fprintf(stderr, "bench_tally_export: %s\n", derr.msg);
         goto failed;
+    }
+    if (file) {
+        out_records = file_records;
+        printf("file: %s, %.0f MB .tally, %.1f M records (read as it is)\n", file, in_mb,
+               (double)out_records / 1e6);
     }
     static const char *reads[] = {[DECODE] = "decode (tl_tally_decode, keeping nothing)",
                                   [READ] = "read   (tl_read_tally, the trace model)  ",
@@ -445,12 +463,12 @@ int main(int argc, char **argv)
                    names[how], secs, in_mb / secs, out_mb / secs, rss);
         unlink(gz);
     }
-    if (!keep)
+    if (!keep && !file)
         unlink(in);
     return 0;
 failed:
     fprintf(stderr, "bench_tally_export: reading or converting the file failed\n");
-    if (!keep)
+    if (!keep && !file)
         unlink(in);
     return 1;
 }

@@ -9,7 +9,9 @@
  * `test_tally_reader --count FILE` reads FILE and prints its number of events (used by
  * tests/integration/record_kill.sh). `test_tally_reader --write-seeds DIR` writes the hand-built
  * files, whole and cut, as the fuzzer's seed corpus (tests/fuzz/corpus_tally_reader);
- * `--write-ranges FILE N` a file of N push/pop pairs on 4 threads (tests/integration).
+ * `--write-ranges FILE N` a file of N push/pop pairs on 4 threads (tests/integration);
+ * `--write-launches FILE N` N pairs on one thread and N kernel launches in a collector's thread
+ * (docs/PERFORMANCE.md).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -1447,6 +1449,75 @@ static fb shared_file(void)
     return b;
 }
 
+/* A thread of 301 ranges and a collector of twelve runs (written last first) of runtime calls on
+ * it, kernels and copies, names new in some runs, the collector's name set in two of them. */
+static fb collector_file(void)
+{
+    static const site_def sites[] = {{"step", TALLY_FORWARD}};
+    fb b = {0};
+    file_start(&b, 0, sites, 1);
+    size_t at = events_begin(&b, 1, 100, 0, 0);
+    str_rec(&b, TALLY__STR_THREAD, 0, "main");
+    rec(&b, TALLY__R_PUSH, 10, 0x1000);
+    for (int k = 0; k < 300; k++) { /* enough records for a part of its own */
+        rec(&b, TALLY__R_PUSH, 11 + (uint64_t)k * 16, 0x1000);
+        rec(&b, TALLY__R_POP, 19 + (uint64_t)k * 16, 0);
+    }
+    rec(&b, TALLY__R_POP, 5000, 0);
+    chunk_end(&b, at);
+    for (int run = 11; run >= 0; run--) {
+        at = events_begin(&b, 2, 900, (uint64_t)run, 0);
+        if (run == 6 || run == 9)
+            str_rec(&b, TALLY__STR_THREAD, 0, run == 6 ? "collector" : "cupti");
+        char kname[32];
+        snprintf(kname, sizeof kname, "kernel_%d", run % 5);
+        for (int k = 0; k < 20; k++) {
+            int64_t t0 = 20 + run * 400 + k * 20, corr = run * 100 + k + 1;
+            api_rec(&b, t0, t0 + 3, corr, 100, k % 2 ? "cudaMemcpyAsync" : "cudaLaunchKernel");
+            if (k % 2)
+                device_ev(&b, (dev_ev){TALLY__CAT_MEMCPY, 8, t0 + 4, t0 + 6, corr, "", 1, 0, 1024});
+            else
+                device_rec(&b, t0 + 4, t0 + 9, corr, kname);
+        }
+        chunk_end(&b, at);
+    }
+    return b;
+}
+
+TEST(a_collectors_calls_and_kernels_in_parts)
+{
+    fb b = collector_file();
+    for (int threads = 2; threads <= 7; threads++) {
+        size_t parts = 0;
+        CHECK_EQ_INT(same_model(b.p, b.len, threads, &parts), 0);
+        CHECK_EQ_INT(parts, 2); /* a part a recorded thread */
+    }
+    tl_trace t;
+    tl_trace_init(&t);
+    t.read_threads = 4;
+    tl_error err = {{0}};
+    CHECK_EQ_INT(tl_read_tally_mem(&t, b.p, b.len, "collector.tally", &err), 0);
+    size_t calls = 0, kernels = 0, copies = 0, linked = 0;
+    for (size_t i = 0; i < t.nev; i++) {
+        const tl_event *e = &t.ev[i];
+        calls += e->cat == TL_CAT_RUNTIME;
+        kernels += e->cat == TL_CAT_KERNEL;
+        copies += e->cat == TL_CAT_MEMCPY;
+        linked += e->cat == TL_CAT_KERNEL && e->link != TL_NONE && t.ev[e->link].corr == e->corr &&
+                  t.ev[e->link].cat == TL_CAT_RUNTIME;
+    }
+    CHECK_EQ_INT(calls, 240);
+    CHECK_EQ_INT(kernels, 120);
+    CHECK_EQ_INT(copies, 120);
+    CHECK_EQ_INT(linked, 120);
+    uint32_t coll = tl_trace_find_track(&t, TL_TRACK_THREAD, 4242, 900, -1);
+    CHECK(coll != UINT32_MAX);
+    if (coll != UINT32_MAX) /* the name set last in the file's order */
+        CHECK_STR(tl_str(&t.strings, t.tracks[coll].name), "cupti");
+    tl_trace_free(&t);
+    free(b.p);
+}
+
 TEST(decoding_in_parts_gives_the_model_of_the_decoding_in_order)
 {
     size_t parts = 0;
@@ -1548,6 +1619,35 @@ static fb ranges_file(int pairs)
     return b;
 }
 
+/* n push/pop pairs on one thread (runs of 2048 pairs) and n kernel launches (a runtime call and
+ * its kernel, runs of 1024) in a collector's thread: a GPU program's shape, the collector with
+ * most of the records. */
+static fb launches_file(int n)
+{
+    static const site_def sites[] = {{"r", TALLY_USER}};
+    fb b = {0};
+    file_start(&b, 0, sites, 1);
+    for (int r = 0, left = n; left; r++) {
+        size_t at = events_begin(&b, 1, 10, (uint64_t)r, 0);
+        for (int i = 0; i < 2048 && left; i++, left--) {
+            int64_t ts = 1000 + (int64_t)(n - left) * 100;
+            rec(&b, TALLY__R_PUSH, (uint64_t)ts, 0x1000);
+            rec(&b, TALLY__R_POP, (uint64_t)ts + 50, 0);
+        }
+        chunk_end(&b, at);
+    }
+    for (int r = 0, left = n; left; r++) {
+        size_t at = events_begin(&b, 2, 99, (uint64_t)r, 0);
+        for (int i = 0; i < 1024 && left; i++, left--) {
+            int64_t ts = 1000 + (int64_t)(n - left) * 100, corr = n - left + 1;
+            api_rec(&b, ts + 10, ts + 20, corr, 10, "cudaLaunchKernel");
+            device_rec(&b, ts + 30, ts + 80, corr, "gemm_kernel");
+        }
+        chunk_end(&b, at);
+    }
+    return b;
+}
+
 TEST(reader_speed)
 {
     /* 2 M records: 1 M push/pop pairs on 4 threads in 64 KiB runs */
@@ -1627,8 +1727,9 @@ int main(int argc, char **argv)
 {
     if (argc == 3 && !strcmp(argv[1], "--write-seeds"))
         return write_seeds(argv[2]);
-    if (argc == 4 && !strcmp(argv[1], "--write-ranges")) {
-        fb b = ranges_file(atoi(argv[3]));
+    if (argc == 4 && (!strcmp(argv[1], "--write-ranges") || !strcmp(argv[1], "--write-launches"))) {
+        fb b = !strcmp(argv[1], "--write-ranges") ? ranges_file(atoi(argv[3]))
+                                                  : launches_file(atoi(argv[3]));
         int bad = write_file(argv[2], b.p, b.len);
         free(b.p);
         return bad;
@@ -1654,6 +1755,7 @@ int main(int argc, char **argv)
     RUN(gpu_work_links_and_cross_thread_ranges);
     RUN(tracks_laid_out_together_keep_the_models_order);
     RUN(decoding_in_parts_gives_the_model_of_the_decoding_in_order);
+    RUN(a_collectors_calls_and_kernels_in_parts);
     RUN(ranges_never_closed_are_flagged_and_counted);
     RUN(ranges_never_closed_survive_export);
     RUN(keyed_arguments_and_losses);
