@@ -416,9 +416,6 @@ int main(int argc, char **argv)
         printf("file: %zu ranges on 4 threads, %zu kernel launches (runtime call + kernel), %.0f "
                "MB .tally, %.1f M records, written in %.1f s\n",
                n, kernels, in_mb, (double)out_records / 1e6, now() - t0);
-    double secs, rss;
-    if (measure(NOTHING, in, json, &secs, &rss) == 0)
-        printf("baseline: a child that does nothing: peak RSS %.1f MB\n", rss);
     tl_error derr = {{0}};
     if (decode_only(in, &file_events, &derr) != 0) {
         fprintf(stderr, "bench_tally_export: %s\n", derr.msg);
@@ -429,6 +426,9 @@ int main(int argc, char **argv)
         printf("file: %s, %.0f MB .tally, %.1f M records (read as it is)\n", file, in_mb,
                (double)out_records / 1e6);
     }
+    double secs, rss;
+    if (measure(NOTHING, in, json, &secs, &rss) == 0)
+        printf("baseline: a child that does nothing: peak RSS %.1f MB\n", rss);
     static const char *reads[] = {[DECODE] = "decode (tl_tally_decode, keeping nothing)",
                                   [READ] = "read   (tl_read_tally, the trace model)  ",
                                   [PAGES] = "pages  (the events' array alone, touched)"};

@@ -2,7 +2,8 @@
 # device_scale.sh — issue 12's figures on a machine with many cores (the GPU machine: 16), in
 # one call: MB/s, CPU per MB and peak RSS of `bench_json scale` at 1-16 threads beside Python's
 # json.load; where a 16-thread read of 2 GB goes (TALLY_READ_STATS: parse, merge, the finish's
-# phases, each view); a .json.gz of 1 GB; a 320 MB .tally read at 1 thread and at all cores.
+# phases, each view); a .json.gz of 1 GB; a 320 MB .tally read at each thread count (decoded in
+# parts), and a GPU-shaped .tally (one thread and a collector) at 1, 2 and 16.
 #
 #   OUT=out BIN=build-static bash bench/device_scale.sh
 #
@@ -63,12 +64,25 @@ fi
     echo "wall $((($(date +%s%N) - s) / 1000000)) ms"
 } 2>&1 | tee "$OUT/gz.txt"
 
-stamp ".tally: 5 M ranges, read at 1 thread and at all cores"
+stamp ".tally: 5 M ranges on 4 threads + a collector, read at each thread count (decoded in parts)"
 {
-    echo "--- TALLY_THREADS=1"
+    echo "--- TALLY_THREADS=1 (written here)"
     TALLY_THREADS=1 "$BIN/bench/bench_tally_export" --keep "$DATA/r5m.tally" --read-only --runs 3 \
         --ranges "$RANGES"
-    echo "--- all cores"
-    "$BIN/bench/bench_tally_export" --keep "$DATA/r5m.tally" --read-only --runs 3 --ranges "$RANGES"
+    for j in ${THREADS//,/ }; do
+        [ "$j" = 1 ] && continue
+        echo "--- TALLY_THREADS=$j"
+        TALLY_THREADS=$j "$BIN/bench/bench_tally_export" --file "$DATA/r5m.tally" --runs 3
+        TALLY_READ_STATS=1 "$BIN/tally" report "$DATA/r5m.tally" -j "$j" --views perf 2>&1 \
+            >/dev/null | grep -E "decoded|finish"
+    done
+    if [ -x "$BIN/tests/test_tally_reader" ]; then
+        echo "--- a GPU program's shape: 1 M ranges on one thread, 1 M launches in a collector"
+        "$BIN/tests/test_tally_reader" --write-launches "$DATA/l1m.tally" 1000000
+        for j in 1 2 16; do
+            echo "--- TALLY_THREADS=$j"
+            TALLY_THREADS=$j "$BIN/bench/bench_tally_export" --file "$DATA/l1m.tally" --runs 3
+        done
+    fi
 } 2>&1 | tee "$OUT/tally.txt"
 stamp "done"
