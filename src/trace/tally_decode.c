@@ -554,7 +554,7 @@ static uint32_t deferred_arg(tl_tally_part *pt, uint64_t key)
                           sizeof *pt->deferred) != 0 ||
             tl_u64map_put(&pt->deferred_keys, key, i + 1) != 0)
             return 0;
-        pt->deferred[pt->ndeferred++] = (struct tl_tally_def){key, pt->strings.count};
+        pt->deferred[pt->ndeferred++] = (tl_tally_def){key, pt->strings.count};
     }
     return (uint32_t)i | TL_TALLY_LOCAL | TL_TALLY_DEFERRED;
 }
@@ -846,7 +846,7 @@ decode_run(tl_tally_dec *d, tl_tally_walk *w, tl_tally_part *pt, const tl_tally_
                            : tl_u64map_put(&d->arg_keys, pend_value, id) != 0)
                         return wfail_nomem(d, w, roff);
                     if (pt)
-                        pt->defs[pt->ndefs++] = (struct tl_tally_def){pend_value, id};
+                        pt->defs[pt->ndefs++] = (tl_tally_def){pend_value, id};
                     have_value = 0;
                 }
             } else if (role == TALLY__STR_THREAD) {
@@ -857,7 +857,7 @@ decode_run(tl_tally_dec *d, tl_tally_walk *w, tl_tally_part *pt, const tl_tally_
                     if (tl_grow_array(&pt->names, &pt->cap_names, pt->nnames + 1,
                                       sizeof *pt->names) != 0)
                         return wfail_nomem(d, w, roff);
-                    pt->names[pt->nnames++] = (struct tl_tally_name){td->track, id};
+                    pt->names[pt->nnames++] = (tl_tally_name){td->track, id};
                 }
             }
             break;

@@ -149,32 +149,39 @@ typedef struct tl_tally_handle_op {
     int end;
 } tl_tally_handle_op;
 
+/* A keyed argument a part defined (id: its local id), or named without defining it (deferred;
+ * id: how many strings the part had made when it did). */
+typedef struct tl_tally_def {
+    uint64_t key;
+    uint32_t id;
+} tl_tally_def;
+
+/* A thread's name a part met (a local string id). */
+typedef struct tl_tally_name {
+    uint32_t track, id;
+} tl_tally_name;
+
 typedef struct tl_tally_part {
-    /* parts sit side by side and change as they decode: each on cache lines of its own */
-    _Alignas(64) size_t first_run, end_run; /* its runs: d->runs[first_run, end_run), whole
-                                               threads */
-    size_t nrec;                            /* their record slots */
+    /* its runs, whole threads: d->runs[first_run, end_run) (parts sit side by side and change
+     * as they decode: each on cache lines of its own) */
+    _Alignas(64) size_t first_run, end_run;
+    size_t nrec; /* their record slots */
     tl_tally_walk walk;
     tl_error err;
     tl_strtab strings;  /* the texts it met, in that order (id 0: "") */
     tl_u64map arg_keys; /* key -> local id, of its own definitions */
-    struct tl_tally_def {
-        uint64_t key;
-        uint32_t id; /* a definition: the local id; deferred: the local strings made before */
-    } * defs, *deferred;
+    tl_tally_def *defs, *deferred;
     size_t ndefs, cap_defs, ndeferred, cap_deferred;
     tl_u64map deferred_keys; /* key -> index in deferred + 1 */
     tl_tally_handle_op *ops; /* its BEGINs and ENDs in order */
     size_t nops, cap_ops;
-    struct tl_tally_name {
-        uint32_t track, id;
-    } * names; /* thread names, in order */
+    tl_tally_name *names; /* thread names, in order */
     size_t nnames, cap_names;
     uint32_t *remap, *dremap; /* after the merge: local id / deferred index -> trace string id */
 } tl_tally_part;
 
-/* Split the runs into at most max parts (d's runs in order, whole threads, about as many records
- * each); parts[0, returned) are initialized (tl_tally_part_free each). */
+/* Split the runs into at most max parts (d's runs in order, whole threads, about as many record
+ * slots each); parts[0, returned) are initialized (tl_tally_part_free each). */
 size_t tl_tally_split(const tl_tally_dec *d, tl_tally_part *parts, size_t max);
 /* Decode part pt into sink (another thread's part may decode at the same time; sink's open sees
  * names and arguments as ids only, some tagged). Returns 0, or -1 with pt->err filled. */
