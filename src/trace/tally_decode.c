@@ -1017,16 +1017,16 @@ static int decode_run_in_part(tl_tally_dec *d, tl_tally_walk *w, const tl_tally_
 }
 
 /* The runs' walk that the count and the decoding share: whether run c begins another thread
- * (a slot is reused after its thread exits); then *slot, *tid and *track are its. */
-static int run_thread(tl_tally_dec *d, const tl_tally_run *c, uint32_t *slot, int64_t *tid,
-                      uint32_t *track)
+ * (a slot is reused after its thread exits); then *slot, *tid and *track are its (1), or its
+ * track is not there for part pt (-1: walk_track). */
+static int run_thread(tl_tally_dec *d, const tl_tally_part *pt, const tl_tally_run *c,
+                      uint32_t *slot, int64_t *tid, uint32_t *track)
 {
     if (c->h.slot == *slot && c->h.tid == *tid)
         return 0;
     *slot = c->h.slot;
     *tid = c->h.tid;
-    *track = tl_trace_track(d->t, TL_TRACK_THREAD, d->t->pid, c->h.tid, -1);
-    return 1;
+    return walk_track(d, pt, TL_TRACK_THREAD, c->h.tid, -1, track) != 0 ? -1 : 1;
 }
 
 /* Run c's record slots; NULL when they cannot be read (err says why). */
@@ -1124,7 +1124,7 @@ int tl_tally_count(tl_tally_dec *d, const tl_tally_part *parts, size_t nparts, s
     for (size_t p = 0; p < nparts; p++)
         for (size_t i = parts[p].first_run; i < parts[p].end_run; i++) {
             const tl_tally_run *c = &d->runs[i];
-            run_thread(d, c, &cur_slot, &cur_tid, &track);
+            run_thread(d, NULL, c, &cur_slot, &cur_tid, &track);
             const unsigned char *r = run_records(d, c);
             if (!r)
                 goto done; /* the decoding says why */
@@ -1166,15 +1166,9 @@ static int decode_runs(tl_tally_dec *d, tl_tally_walk *w, const tl_tally_sink *s
     int64_t cur_tid = 0;
     for (size_t i = first; i < end; i++) {
         const tl_tally_run *c = &d->runs[i];
-        int other;
-        if (!w->part) {
-            other = run_thread(d, c, &cur_slot, &cur_tid, &td.track);
-        } else if ((other = c->h.slot != cur_slot || c->h.tid != cur_tid)) {
-            cur_slot = c->h.slot;
-            cur_tid = c->h.tid;
-            if (walk_track(d, w->part, TL_TRACK_THREAD, c->h.tid, -1, &td.track) != 0)
-                return wfail(d, w, c->off, "a thread the count did not make");
-        }
+        int other = run_thread(d, w->part, c, &cur_slot, &cur_tid, &td.track);
+        if (other < 0)
+            return wfail(d, w, c->off, "a thread the count did not make");
         if (other) {
             /* another thread: the previous thread's open pushes stay open (the sink closes them
              * at the end) */

@@ -37,9 +37,9 @@ typedef struct model_sink {
      * every event is appended */
     size_t *next, *end;
     size_t ntracks;
-    /* a part's sink (the decoding in parts): its events stay in its rooms; its memory records
-     * and the events that carry the part's string ids wait for the merge */
-    int part;
+    /* a part's sink (the decoding in parts: part_open, part_memory): its events stay in its
+     * rooms; its memory records and the events that carry the part's string ids wait for the
+     * merge */
     tl_memev *mem;
     size_t nmem, cap_mem;
     uint32_t *fix; /* (a part's events are fewer than 2^32: read_in_parts) */
@@ -115,12 +115,6 @@ static int model_samples(void *ctx, int64_t step, int64_t samples)
 static int model_memory(void *ctx, const tl_memev *x)
 {
     model_sink *m = ctx;
-    if (m->part) {
-        if (tl_grow_array(&m->mem, &m->cap_mem, m->nmem + 1, sizeof *m->mem) != 0)
-            return -1;
-        m->mem[m->nmem++] = *x;
-        return 0;
-    }
     tl_memev *e = tl_trace_add_mem(m->t);
     if (!e)
         return -1;
@@ -128,6 +122,16 @@ static int model_memory(void *ctx, const tl_memev *x)
     m->t->mem_addr_known = 1; /* tally's records carry their addresses */
     if (x->total_allocated >= 0)
         m->t->mem_totals_known = 1;
+    return 0;
+}
+
+/* A part's memory record: kept for the merge, which appends it in the file's order. */
+static int part_memory(void *ctx, const tl_memev *x)
+{
+    model_sink *m = ctx;
+    if (tl_grow_array(&m->mem, &m->cap_mem, m->nmem + 1, sizeof *m->mem) != 0)
+        return -1;
+    m->mem[m->nmem++] = *x;
     return 0;
 }
 
@@ -183,7 +187,7 @@ static void *parts_worker(void *arg)
         model_sink *m = &j->sinks[p];
         const tl_tally_part *pt = &j->parts[p];
         if (!j->fixing) {
-            tl_tally_sink s = {m, part_open, model_close, model_samples, model_memory};
+            tl_tally_sink s = {m, part_open, model_close, model_samples, part_memory};
             if (tl_tally_decode_part(j->d, &j->parts[p], &s) != 0)
                 atomic_store(&j->failed, 1);
             continue;
@@ -254,11 +258,8 @@ static int read_in_parts(tl_trace *t, tl_tally_dec *d, model_sink *m, tl_prefaul
         }
     t->nev = at;
     for (size_t p = 0; p < n; p++) {
-        sinks[p] = (model_sink){.t = t,
-                                .next = room0 + p * stride,
-                                .end = room0 + p * stride + ntr,
-                                .ntracks = ntr,
-                                .part = 1};
+        sinks[p] = (model_sink){
+            .t = t, .next = room0 + p * stride, .end = room0 + p * stride + ntr, .ntracks = ntr};
         order[p] = p;
     }
     for (size_t p = 1; p < n; p++) /* the parts with most records first (at most 64) */
