@@ -354,14 +354,12 @@ int tl_idle_compute_top(const tl_trace *t, const tl_gpu_scope *sc, int64_t short
     size_t cap = 0;
     for (size_t i = 0; i < t->nev;) {
         uint32_t tr = t->ev[i].track;
-        size_t j = i;
+        size_t j = tl_trace_track_end(t, i); /* host tracks skipped without a pass */
         int has_op = 0;
-        while (j < t->nev && t->ev[j].track == tr) {
-            if (is_device_op(&t->ev[j]))
-                has_op = 1;
-            j++;
-        }
-        if (has_op && tr < t->ntracks && t->tracks[tr].kind == TL_TRACK_STREAM) {
+        if (tr < t->ntracks && t->tracks[tr].kind == TL_TRACK_STREAM)
+            for (size_t k = i; k < j && !has_op; k++)
+                has_op = is_device_op(&t->ev[k]);
+        if (has_op) {
             if (x->nstreams == cap) {
                 cap = cap ? cap * 2 : 8;
                 tl_stream_stats *ns = realloc(x->streams, cap * sizeof *ns);

@@ -777,6 +777,26 @@ uint32_t tl_trace_find_track(const tl_trace *t, tl_track_kind kind, int64_t pid,
     }
 }
 
+size_t tl_trace_track_end(const tl_trace *t, size_t i)
+{
+    uint32_t tr = t->ev[i].track;
+    size_t lo = i, step = 1; /* ev[lo] is of the track; find hi past it, then bisect */
+    size_t hi = i + 1;
+    while (hi < t->nev && t->ev[hi].track == tr) {
+        lo = hi;
+        step *= 2;
+        hi = t->nev - lo > step ? lo + step : t->nev;
+    }
+    while (hi - lo > 1) { /* ev[lo] of the track; ev[hi] not (or hi == nev) */
+        size_t mid = lo + (hi - lo) / 2;
+        if (t->ev[mid].track == tr)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return hi;
+}
+
 uint32_t tl_trace_track(tl_trace *t, tl_track_kind kind, int64_t pid, int64_t tid, int32_t device)
 {
     if ((t->ntracks + 1) * 2 > t->ntrack_slots_ &&

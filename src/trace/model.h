@@ -500,6 +500,10 @@ uint32_t tl_trace_track(tl_trace *t, tl_track_kind kind, int64_t pid, int64_t ti
  */
 uint32_t tl_trace_find_track(const tl_trace *t, tl_track_kind kind, int64_t pid, int64_t tid,
                              int32_t device);
+/* In a finished trace (events in track order): the index past the events of ev[i]'s track that
+ * start at i, by a galloping search (a pass that needs only some tracks' events skips the others
+ * in a few steps each, not event by event). i < t->nev. */
+size_t tl_trace_track_end(const tl_trace *t, size_t i);
 /* Keep only the tracks with keep[k] != 0 (k < n; tracks from n on are dropped), in their order,
  * renumbering the events' tracks. For readers that create tracks from metadata (a thread's
  * name) or from events they then skip: a track nothing ran on is not a thread of the trace.

@@ -1064,8 +1064,38 @@ TEST(has_ci_finds_what_strncasecmp_finds)
     CHECK(!tl_has_ci("ncc", "nccl"));
 }
 
+/* Runs of tracks of every length from 1 to 300 (galloping steps and their bisection at every
+ * offset), against the event-by-event scan it replaces. */
+TEST(track_end_is_where_the_tracks_events_end)
+{
+    tl_trace t;
+    tl_trace_init(&t);
+    uint32_t run = 1, tr = 0;
+    while (t.nev < 50000) {
+        for (uint32_t k = 0; k < run; k++) {
+            tl_event *e = tl_trace_add(&t);
+            if (!e)
+                break;
+            e->track = tr;
+        }
+        tr++;
+        run = run % 300 + 1 + (run * 7) % 5;
+    }
+    size_t agree = 0, n = 0;
+    for (size_t i = 0; i < t.nev; i++, n++) {
+        size_t j = i;
+        while (j < t.nev && t.ev[j].track == t.ev[i].track)
+            j++;
+        agree += tl_trace_track_end(&t, i) == j;
+    }
+    CHECK_EQ_INT((int)agree, (int)n);
+    CHECK(tr > 100);
+    tl_trace_free(&t);
+}
+
 int main(void)
 {
+    RUN(track_end_is_where_the_tracks_events_end);
     RUN(intern_returns_same_id_for_same_string);
     RUN(many_names_alike_are_each_found_again);
     RUN(has_ci_finds_what_strncasecmp_finds);
