@@ -81,8 +81,7 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc)
         }
         put_err(": ");
         put_err(path ? path : "an input file");
-        put_err(": the file was cut short while it was read (another program truncated or "
-                "rewrote it); read a copy that nothing writes to\n");
+        put_err(": " TL_CUT_SHORT_TEXT "\n");
         _exit(1);
     }
 }

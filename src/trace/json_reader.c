@@ -30,6 +30,7 @@
 #include <string.h>
 #include <time.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 #ifdef __SSE2__
@@ -252,6 +253,14 @@ __attribute__((noreturn)) static void fail(jr *r, const char *expected)
 {
     if (r->mode == JR_PART) /* the driver reads the unit again and says where */
         longjmp(r->jb, JR_ERROR);
+    /* a plain file now shorter than when it was opened: another program cut it (a mapped text
+     * reads as zeros up to the end of the page the new end is in) */
+    struct stat st;
+    if (!r->gz && !r->count_lines && r->total_size && fstat(r->fd, &st) == 0 &&
+        (uint64_t)st.st_size < r->total_size) {
+        tl_error_set(r->err, "%s: " TL_CUT_SHORT_TEXT, r->name);
+        longjmp(r->jb, JR_ERROR);
+    }
     uint64_t line, col;
     where(r, r->pos, &line, &col);
     char found[32];

@@ -383,6 +383,13 @@ typedef struct tl_trace {
     size_t nstep_at_;
 } tl_trace;
 
+/* What a file another program truncates or rewrites while it is read makes the reader say after
+ * "<file>: " (the tally command's SIGBUS handler, for mapped pages past the new end, and the JSON
+ * reader, for a text that ends early or reads as zeros there). */
+#define TL_CUT_SHORT_TEXT                                                                          \
+    "the file was cut short while it was read (another program truncated or rewrote it); read a "  \
+    "copy that nothing writes to"
+
 /* ---- large arrays ---------------------------------------------------------------------------
  * The event array, the sort keys and the views' per-event scratch are tens to hundreds of MB.
  * On the VMs tally runs on, touching a fresh 4 KB page costs ~10 us (200 MB: 0.5 s), about what

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # file_cut_short.sh — a trace that another program cuts short while tally reads it (a training
 # run rewriting its trace file) is one line on stderr and exit status 1, not a crash (SIGBUS on
-# the mapped pages past the new end): a .tally file (mapped whole) and a JSON file read in
-# parallel windows (mapped one at a time), cut by shim_cut.so just before tally maps them. The
-# same files, whole, read cleanly.
+# the mapped pages past the new end): a .tally file (mapped whole), a JSON file read in
+# parallel windows (mapped one at a time) and the same file read in one pass (mapped whole), cut
+# by shim_cut.so just before tally maps them. The same files, whole, read cleanly.
 set -euo pipefail
 : "${BUILD:?}" "${TALLY:?}"
 SHIM="$BUILD/tests/libshim_cut.so"
@@ -31,14 +31,14 @@ awk 'BEGIN {
     print "{\"ph\": \"X\", \"name\": \"last\", \"pid\": 1, \"tid\": 1, \"ts\": 80000, \"dur\": 1}\n]}"
 }' >"$work/t.cutme.json"
 
-run_cut() { # name file cut_to: cut the file as it is mapped; expect the one line and status 1
-    local name=$1 file=$2 to=$3
+run_cut() { # name file cut_to [threads]: cut the file as it is mapped; expect the one line and
+    local name=$1 file=$2 to=$3 threads=${4:-2} # status 1
     cp "$file" "$work/x.cutme.${file##*.}"
     set +e
     env LD_PRELOAD="$preload" ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0:handle_sigbus=0" \
         TSAN_OPTIONS="${TSAN_OPTIONS:-}:handle_sigbus=0" \
         TALLY_TEST_CUT_NAME=".cutme.${file##*.}" TALLY_TEST_CUT_TO="$to" TALLY_READ_PART=65536 \
-        "$TALLY" report "$work/x.cutme.${file##*.}" -j 2 >"$work/$name.out" 2>"$work/$name.err"
+        "$TALLY" report "$work/x.cutme.${file##*.}" -j "$threads" >"$work/$name.out" 2>"$work/$name.err"
     local st=$?
     set -e
     [ "$st" = 1 ] || fail "$name: exit status $st, expected 1 (135 = killed by SIGBUS): $(cat "$work/$name.err")"
@@ -59,4 +59,6 @@ grep -q "op49" "$work/whole.txt" || fail "the JSON file read without op49: $(cat
 run_cut tally "$work/t.cutme.tally" 0
 # the JSON is cut at 1 MB: its windows past the first 16 start beyond the end
 run_cut json "$work/t.cutme.json" 1000000
+# one thread: the one pass maps the whole file, and reads past 1 MB
+run_cut json_one_pass "$work/t.cutme.json" 1000000 1
 echo "file_cut_short: ok"
