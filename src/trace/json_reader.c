@@ -3065,37 +3065,46 @@ static int merge_rest(jr *d, part *p, size_t base)
     return MERGED;
 }
 
-/* A window of the file: its pages mapped (no copy from the page cache: that copy was a fifth
- * of a parallel read's time, all of it in the driver's thread; the parts fault the pages in,
- * each its own), else read into P->buf. A private mapping one byte longer takes the NUL the
- * lexer stops at: where the file goes on past the window, or, for the last window, where the
- * file's end is inside a page (the rest of that page maps as zeros; a byte on a page past the
- * end could not be touched). */
+/* A window of the file: its pages mapped with the NUL the lexer stops at after them (map_text;
+ * no copy from the page cache: that copy was a fifth of a parallel read's time, all of it in the
+ * driver's thread; the parts fault the pages in, each its own), else read into P->buf. */
 typedef struct window {
     char *text, *map;
     size_t len, maplen;
 } window;
 
+/* Map want bytes of fd from off (of a file of file_size bytes) into w with the byte after them
+ * a NUL: 0, or 1 when that byte cannot be touched (the file ends at a page's end) or mapping
+ * fails. Where the file goes on, the NUL is written in the private copy; at its end, the zeros
+ * the rest of the last page maps as are the NUL. */
+static int map_text(int fd, uint64_t off, size_t want, uint64_t file_size, window *w)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    if (page <= 0 || off >= file_size ||
+        (off + want >= file_size && file_size % (uint64_t)page == 0))
+        return 1;
+    uint64_t at = off - off % (uint64_t)page;
+    size_t maplen = (size_t)(off - at) + want + 1;
+    void *m = mmap(NULL, maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, (off_t)at);
+    if (m == MAP_FAILED)
+        return 1;
+    w->map = m;
+    w->maplen = maplen;
+    w->text = w->map + (off - at);
+    w->len = want;
+    if (off + want < file_size)
+        w->text[w->len] = 0;
+    return 0;
+}
+
 /* Open the window at off: 0; 1 when it cannot be mapped and may_read is 0; -1 with d->err. */
 static int window_open(jr *d, pread_t *P, uint64_t off, int may_read, window *w)
 {
     memset(w, 0, sizeof *w);
-    long page = sysconf(_SC_PAGESIZE);
     size_t want = off + P->cap < P->file_size ? P->cap : (size_t)(P->file_size - off);
-    if (page > 0 && off < P->file_size &&
-        (want == P->cap ? off + P->cap < P->file_size : P->file_size % (uint64_t)page != 0)) {
-        uint64_t at = off - off % (uint64_t)page;
-        size_t maplen = (size_t)(off - at) + want + 1;
-        void *m = mmap(NULL, maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE, d->fd, (off_t)at);
-        if (m != MAP_FAILED) {
-            w->map = m;
-            w->maplen = maplen;
-            w->text = w->map + (off - at);
-            w->len = want;
-            w->text[w->len] = 0;
-            return 0;
-        }
-    }
+    if (map_text(d->fd, off, want, P->file_size, w) == 0)
+        return 0;
+    memset(w, 0, sizeof *w);
     if (!may_read)
         return 1;
     if (!P->buf && !(P->buf = tl_big_alloc(P->cap + 1))) {
@@ -3528,29 +3537,23 @@ int tl_read_json(tl_trace *t, const char *path, int progress, tl_error *err)
 /* A plain file read in one pass is mapped whole rather than read block by block: the copy from
  * the page cache was 3 % of a one-thread read and report (1 GB), and a block's pages were fresh
  * for each process. The pages read go back as the lexer passes them (release_read), so what the
- * read holds stays a few hundred kB. Only where the file's end is inside a page: the rest of
- * that page maps as zeros, the NUL the lexer stops at (a byte past the last page could not be
- * touched; such a file, and anything that cannot be mapped, is read as before). */
+ * read holds stays a few hundred kB. Where the file cannot be mapped with its NUL (map_text: a
+ * size that is a page multiple), it is read as before. */
 static void map_whole(jr *r)
 {
-    long page = sysconf(_SC_PAGESIZE);
-    if (r->gz || r->count_lines || !r->total_size || r->total_size > SIZE_MAX / 2 || page <= 0 ||
-        r->total_size % (uint64_t)page == 0 || r->consumed || r->len)
-        return;
-    size_t n = (size_t)r->total_size;
-    void *m = mmap(NULL, n, PROT_READ, MAP_PRIVATE, r->fd, 0);
-    if (m == MAP_FAILED)
+    window w = {0};
+    if (r->gz || r->count_lines || !r->total_size ||
+        map_text(r->fd, 0, (size_t)r->total_size, r->total_size, &w) != 0)
         return;
     free(r->buf);
-    r->buf = m;
-    r->mapped = n;
-    r->len = r->cap = n;
-    r->pos = r->mark = 0;
+    r->buf = w.text;
+    r->mapped = w.maplen;
+    r->len = r->cap = w.len;
     r->eof = 1;
     r->in_mem = 1;
     r->release = 1;
     r->released = 0;
-    r->release_step = 256u << 10;
+    r->release_step = BLOCK;
 }
 
 int tl_read_json_fd(tl_trace *t, int fd, const char *path, int progress, tl_error *err)
