@@ -18,9 +18,6 @@
 
 #include <stdint.h>
 
-/* Bit mask of tl_cat values. */
-#define TL_CATBIT(c) (1u << (c))
-
 /* Categories that own device work in the ops table: every host span but python frames,
  * runtime/driver calls, overhead, instants, counters and memory events. */
 #define TL_OWNER_ANY_SPAN                                                                          \
@@ -29,11 +26,10 @@
      TL_CATBIT(TL_CAT_OPERATOR) | TL_CATBIT(TL_CAT_STEP) | TL_CATBIT(TL_CAT_OPERATOR_INNER) |      \
      TL_CATBIT(TL_CAT_OTHER))
 
-/* Non-zero for device work that counts as GPU time: kernels, copies, memsets (not
- * gpu_user_annotation spans, which only mirror host ranges). */
+/* Non-zero for device work that counts as GPU time (TL_DEVICE_WORK). */
 static inline int tl_is_device_work(const tl_event *e)
 {
-    return e->cat == TL_CAT_KERNEL || e->cat == TL_CAT_MEMCPY || e->cat == TL_CAT_MEMSET;
+    return tl_cat_is_device_work(e->cat);
 }
 
 /* The owner of device event i (see above) among host spans whose category bit is in mask;

@@ -75,7 +75,9 @@ static int cmp_step(const void *a, const void *b)
 static int collect_steps(const tl_trace *t, tl_mem *m)
 {
     size_t cap = 0;
-    for (size_t i = 0; i < t->nev; i++) {
+    tl_cat_walk cw;
+    for (size_t i = tl_cat_walk_begin(&cw, t, TL_CATBIT(TL_CAT_STEP)); i < t->nev;
+         i = tl_cat_walk_step(&cw, i)) {
         const tl_event *e = &t->ev[i];
         if (e->cat != TL_CAT_STEP || e->dur <= 0 || t->tracks[e->track].kind != TL_TRACK_THREAD)
             continue;
@@ -305,7 +307,10 @@ static int places(const tl_trace *t, where *w, size_t *nw, uint64_t *unowned)
     for (size_t i = 0; i < t->nmem; i++)
         any_corr |= t->mem[i].corr != 0;
     if (any_corr) {
-        for (size_t i = 0; i < t->nev; i++) {
+        tl_cat_walk cw;
+        for (size_t i =
+                 tl_cat_walk_begin(&cw, t, TL_CATBIT(TL_CAT_RUNTIME) | TL_CATBIT(TL_CAT_DRIVER));
+             i < t->nev; i = tl_cat_walk_step(&cw, i)) {
             const tl_event *e = &t->ev[i];
             if ((e->cat == TL_CAT_RUNTIME || e->cat == TL_CAT_DRIVER) && e->corr > 0 &&
                 tl_keymap_put(&api, (uint64_t)e->corr, (int32_t)i) != 0) {

@@ -107,11 +107,6 @@ static int is_plugin_dataloader(const char *n)
            has_prefix(n, "enumerate(DataPipe)#");
 }
 
-static int is_device_work(tl_cat c)
-{
-    return c == TL_CAT_KERNEL || c == TL_CAT_MEMCPY || c == TL_CAT_MEMSET;
-}
-
 /* What a name says, found once per string id (a trace has millions of events and thousands of
  * names): the N_* bits, with N_SEEN set once known. */
 enum {
@@ -243,9 +238,11 @@ static int extend_steps(const tl_trace *t, bstep *st, int n, int *dropped)
     if (!matched)
         return -1;
     int any = 0;
-    for (size_t i = 0; i < t->nev; i++) {
+    tl_cat_walk cw;
+    for (size_t i = tl_cat_walk_begin(&cw, t, TL_DEVICE_WORK); i < t->nev;
+         i = tl_cat_walk_step(&cw, i)) {
         const tl_event *d = &t->ev[i];
-        if (!is_device_work((tl_cat)d->cat) || d->link == TL_NONE)
+        if (!tl_cat_is_device_work((unsigned)d->cat) || d->link == TL_NONE)
             continue;
         const tl_event *r = &t->ev[d->link];
         if (r->cat != TL_CAT_RUNTIME)
@@ -266,13 +263,16 @@ static int extend_steps(const tl_trace *t, bstep *st, int n, int *dropped)
         return n;
     }
     int64_t prev = st[0].s;
-    if (st[0].dev_s <= st[0].dev_e) /* device work launched before the steps, done before */
-        for (size_t i = 0; i < t->nev; i++) {
+    if (st[0].dev_s <= st[0].dev_e) { /* device work launched before the steps, done before */
+        tl_cat_walk cw;
+        for (size_t i = tl_cat_walk_begin(&cw, t, TL_DEVICE_WORK); i < t->nev;
+             i = tl_cat_walk_step(&cw, i)) {
             const tl_event *d = &t->ev[i];
-            if (is_device_work((tl_cat)d->cat) && !matched[i] && d->ts + d->dur < st[0].dev_s &&
-                d->ts + d->dur > prev)
+            if (tl_cat_is_device_work((unsigned)d->cat) && !matched[i] &&
+                d->ts + d->dur < st[0].dev_s && d->ts + d->dur > prev)
                 prev = d->ts + d->dur;
         }
+    }
     free(matched);
     for (int k = 0; k < n; k++) {
         int64_t s = prev > st[k].s ? prev : st[k].s, e = st[k].e;

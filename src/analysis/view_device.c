@@ -97,7 +97,9 @@ tl_table *tl_view_device(const tl_trace *t, const tl_view_opts *o, tl_error *err
     const tl_ivset win = sc.window; /* the steps, or the whole file (--window all) */
     int64_t window = sc.total;
 
-    for (size_t i = 0; i < t->nev; i++) {
+    tl_cat_walk cw;
+    for (size_t i = tl_cat_walk_begin(&cw, t, TL_DEVICE_WORK); i < t->nev;
+         i = tl_cat_walk_step(&cw, i)) {
         const tl_event *e = &t->ev[i];
         if (!tl_is_device_work(e) || e->track >= t->ntracks || !tl_gpu_scope_touches(&sc, e))
             continue;

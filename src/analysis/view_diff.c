@@ -548,15 +548,6 @@ static const diff_view diff_views[] = {
 };
 static const size_t ndiff_views = sizeof diff_views / sizeof diff_views[0];
 
-static int has_device(const tl_trace *t)
-{
-    for (size_t i = 0; i < t->nev; i++)
-        if (t->ev[i].cat == TL_CAT_KERNEL || t->ev[i].cat == TL_CAT_MEMCPY ||
-            t->ev[i].cat == TL_CAT_MEMSET)
-            return 1;
-    return 0;
-}
-
 static tl_table *step_table(const tl_trace *a, const tl_trace *b, step_spread *sa, step_spread *sb)
 {
     tl_window wa, wb;
@@ -665,7 +656,7 @@ tl_table *tl_view_diff(const tl_trace *a, const tl_trace *b, const char *views,
                            ? fmax(sa.sd / sa.mean, sb.sd / sb.mean)
                            : -1;
     tl_table **tail = &head->next;
-    int gpu = has_device(a) || has_device(b);
+    int gpu = tl_trace_has_cats(a, TL_DEVICE_WORK) || tl_trace_has_cats(b, TL_DEVICE_WORK);
     int compared = 0;
     tl_view_opts vo = {0};
     if (o)

@@ -89,10 +89,8 @@ int tl_comm_compute_ex(const tl_trace *t, const tl_gpu_scope *sc, int32_t device
     if (!named)
         return -1;
     /* Without Communication ranges no kernel is launched from one: skip the walks up. */
-    int ranges = 0;
-    for (size_t i = 0; i < t->nev && !ranges; i++)
-        ranges = t->ev[i].cat == TL_CAT_COMMUNICATION;
-    for (size_t i = 0; i < t->nev; i++) {
+    int ranges = tl_trace_has_cats(t, TL_CATBIT(TL_CAT_COMMUNICATION));
+    for (size_t i = 0; i < t->nev; i++) { /* kernels, and host ranges */
         const tl_event *e = &t->ev[i];
         if (e->cat == TL_CAT_KERNEL) {
             if (!tl_gpu_scope_touches(sc, e) ||

@@ -95,11 +95,6 @@ static const char *of_window(const ctx *c)
     return c->w.nsteps ? "of the step time" : "of the trace";
 }
 
-static int is_device_op(const tl_event *e)
-{
-    return e->cat == TL_CAT_KERNEL || e->cat == TL_CAT_MEMCPY || e->cat == TL_CAT_MEMSET;
-}
-
 /* |set ∩ window| for a normalized set. */
 static int64_t in_window(const ctx *c, const tl_ivset *set)
 {
@@ -122,9 +117,11 @@ static void check_gpu_idle(ctx *c)
     int ndev = 0;
     tl_ivset sets[64];
     memset(sets, 0, sizeof sets);
-    for (size_t i = 0; i < t->nev; i++) {
+    tl_cat_walk cw;
+    for (size_t i = tl_cat_walk_begin(&cw, t, TL_DEVICE_WORK); i < t->nev;
+         i = tl_cat_walk_step(&cw, i)) {
         const tl_event *e = &t->ev[i];
-        if (!is_device_op(e))
+        if (!tl_is_device_work(e))
             continue;
         int32_t d = t->tracks[e->track].device;
         int k = 0;
@@ -267,7 +264,9 @@ static void check_launch_bound(ctx *c)
     uint32_t *count = calloc(t->strings.count ? t->strings.count : 1, sizeof *count);
     uint32_t best = 0, best_n = 0;
     if (count) {
-        for (size_t i = 0; i < t->nev; i++) {
+        tl_cat_walk cw;
+        for (size_t i = tl_cat_walk_begin(&cw, t, TL_CATBIT(TL_CAT_KERNEL)); i < t->nev;
+             i = tl_cat_walk_step(&cw, i)) {
             const tl_event *e = &t->ev[i];
             if (e->cat != TL_CAT_KERNEL || e->track != s->track || e->dur >= x->short_ns ||
                 e->link == TL_NONE || !tl_gpu_scope_touches(&c->sc, e))
@@ -320,7 +319,9 @@ static void check_copies(ctx *c)
 {
     const tl_trace *t = c->t;
     int64_t n = 0, nsync = 0, npage = 0, bytes = 0, stake = 0;
-    for (size_t i = 0; i < t->nev; i++) {
+    tl_cat_walk cw;
+    for (size_t i = tl_cat_walk_begin(&cw, t, TL_CATBIT(TL_CAT_MEMCPY)); i < t->nev;
+         i = tl_cat_walk_step(&cw, i)) {
         const tl_event *e = &t->ev[i];
         if (e->cat != TL_CAT_MEMCPY)
             continue;
@@ -418,7 +419,9 @@ static void check_dominant(ctx *c)
     /* the owner of each linked kernel, in event order, for the second pass below */
     int32_t *owner = NULL;
     size_t nowner = 0, capowner = 0;
-    for (size_t i = 0; i < t->nev; i++) {
+    tl_cat_walk cw;
+    for (size_t i = tl_cat_walk_begin(&cw, t, TL_CATBIT(TL_CAT_KERNEL)); i < t->nev;
+         i = tl_cat_walk_step(&cw, i)) {
         const tl_event *e = &t->ev[i];
         if (e->cat != TL_CAT_KERNEL || e->link == TL_NONE)
             continue;
@@ -826,8 +829,7 @@ tl_table *tl_view_findings(const tl_trace *t, const tl_view_opts *o, tl_error *e
     memset(&c, 0, sizeof c);
     c.t = t;
     tl_profiled_window(t, &c.w);
-    for (size_t i = 0; i < t->nev && !c.has_device; i++)
-        c.has_device = is_device_op(&t->ev[i]);
+    c.has_device = tl_trace_has_cats(t, TL_DEVICE_WORK);
     tl_profiled_window_set(t, &c.window);
     c.short_ns = o && o->threshold_ns > 0 ? o->threshold_ns : TL_SHORT_KERNEL_NS_DEFAULT;
     tl_table *tab = tl_table_new("Findings", "findings", find_cols, F_NCOLS);

@@ -162,7 +162,9 @@ tl_table *tl_view_gpu(const tl_trace *t, const tl_view_opts *o, tl_error *err)
     if (!tab || !named || !scope_ok)
         goto oom;
     pool.device = -1;
-    for (size_t i = 0; i < t->nev; i++) {
+    tl_cat_walk cw;
+    for (size_t i = tl_cat_walk_begin(&cw, t, TL_DEVICE_WORK); i < t->nev;
+         i = tl_cat_walk_step(&cw, i)) {
         const tl_event *e = &t->ev[i];
         if (!tl_is_device_work(e) || e->track >= t->ntracks || !tl_gpu_scope_touches(&sc, e))
             continue;

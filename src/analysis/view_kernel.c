@@ -124,7 +124,9 @@ tl_table *tl_view_kernel(const tl_trace *t, const tl_view_opts *o, tl_error *err
         memset(byid, 0xff, (t->strings.count ? t->strings.count : 1) * sizeof *byid);
     /* The rows, numbered in order of their first kernel, then made at their exact count (a
      * doubled array's slack is up to a row per name) */
-    for (size_t i = 0; i < t->nev; i++) {
+    tl_cat_walk cw;
+    for (size_t i = tl_cat_walk_begin(&cw, t, TL_CATBIT(TL_CAT_KERNEL)); i < t->nev;
+         i = tl_cat_walk_step(&cw, i)) {
         const tl_event *e = &t->ev[i];
         if (e->cat != TL_CAT_KERNEL || !tl_gpu_scope_counts(t, &sc, e) ||
             row_of(t, byid, &map, e, per_stream) >= 0)
@@ -140,7 +142,8 @@ tl_table *tl_view_kernel(const tl_trace *t, const tl_view_opts *o, tl_error *err
     }
     if (!(acc = tl_big_calloc(nacc ? nacc : 1, sizeof *acc))) /* calls 0: not met yet */
         goto oom;
-    for (size_t i = 0; i < t->nev; i++) {
+    for (size_t i = tl_cat_walk_begin(&cw, t, TL_CATBIT(TL_CAT_KERNEL)); i < t->nev;
+         i = tl_cat_walk_step(&cw, i)) {
         const tl_event *e = &t->ev[i];
         if (e->cat != TL_CAT_KERNEL || !tl_gpu_scope_counts(t, &sc, e))
             continue;

@@ -316,9 +316,7 @@ tl_table *tl_view_model(const tl_trace *t, const tl_view_opts *o, tl_error *err)
     igpu = calloc(nit ? nit : 1, sizeof *igpu);
     if (!icpu || !igpu)
         goto oom;
-    int have_kernels = 0;
-    for (size_t i = 0; i < t->nev && !have_kernels; i++)
-        have_kernels = t->ev[i].cat == TL_CAT_KERNEL;
+    int have_kernels = tl_trace_has_cats(t, TL_CATBIT(TL_CAT_KERNEL));
 
     /* Cut each phase range at step boundaries. */
     phase_stat ps[PH_N];
@@ -346,7 +344,9 @@ tl_table *tl_view_model(const tl_trace *t, const tl_view_opts *o, tl_error *err)
 
     /* Kernels to the phase and step of the call that launched them. */
     int64_t unlinked = 0;
-    for (size_t i = 0; i < t->nev && have_kernels; i++) {
+    tl_cat_walk cw;
+    for (size_t i = tl_cat_walk_begin(&cw, t, TL_CATBIT(TL_CAT_KERNEL)); i < t->nev && have_kernels;
+         i = tl_cat_walk_step(&cw, i)) {
         const tl_event *e = &t->ev[i];
         if (e->cat != TL_CAT_KERNEL)
             continue;

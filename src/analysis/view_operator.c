@@ -221,7 +221,9 @@ tl_table *tl_view_operator(const tl_trace *t, const tl_view_opts *o, tl_error *e
         goto oom;
     tl_self_times_of(t, &rk, self); /* children: spans and runtime calls on its thread */
     /* device work: to its owner and every operator above it */
-    for (size_t i = 0; i < t->nev; i++) {
+    tl_cat_walk cw;
+    for (size_t i = tl_cat_walk_begin(&cw, t, TL_DEVICE_WORK); i < t->nev;
+         i = tl_cat_walk_step(&cw, i)) {
         const tl_event *e = &t->ev[i];
         if (!tl_is_device_work(e))
             continue;
@@ -305,7 +307,9 @@ tl_table *tl_view_operator(const tl_trace *t, const tl_view_opts *o, tl_error *e
     }
     if (expand) {
         /* device work by (owning op name, device-event name) */
-        for (size_t i = 0; i < t->nev; i++) {
+        tl_cat_walk cw;
+        for (size_t i = tl_cat_walk_begin(&cw, t, TL_DEVICE_WORK); i < t->nev;
+             i = tl_cat_walk_step(&cw, i)) {
             const tl_event *e = &t->ev[i];
             if (!tl_is_device_work(e))
                 continue;

@@ -543,7 +543,9 @@ int tl_ops_launches(const tl_trace *t, const tl_ops_event *in, tl_ops_launch **o
      * it */
     tl_ops_launch *l = NULL;
     size_t n = 0, cap = 0;
-    for (size_t i = 0; i < t->nev; i++) {
+    tl_cat_walk cw;
+    for (size_t i = tl_cat_walk_begin(&cw, t, TL_DEVICE_WORK); i < t->nev;
+         i = tl_cat_walk_step(&cw, i)) {
         const tl_event *e = &t->ev[i];
         if (!tl_is_device_work(e))
             continue;
@@ -854,7 +856,9 @@ static void *mem_prep_main(void *arg)
     mem_prep *p = arg;
     const tl_trace *t = p->t;
     p->rc = -1;
-    for (size_t i = 0; i < t->nev; i++) {
+    tl_cat_walk cw;
+    for (size_t i = tl_cat_walk_begin(&cw, t, TL_CATBIT(TL_CAT_MEMORY)); i < t->nev;
+         i = tl_cat_walk_step(&cw, i)) {
         const tl_event *e = &t->ev[i];
         if (e->cat != TL_CAT_MEMORY)
             continue;

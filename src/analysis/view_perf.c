@@ -91,7 +91,9 @@ tl_table *tl_view_perf(const tl_trace *t, const tl_view_opts *o, tl_error *err)
 
     /* Dataloader ranges cut to each step; the union per step is its reader cost. */
     int any_reader = 0;
-    for (size_t i = 0; i < t->nev; i++) {
+    tl_cat_walk cw;
+    for (size_t i = tl_cat_walk_begin(&cw, t, TL_CATBIT(TL_CAT_DATALOADER)); i < t->nev;
+         i = tl_cat_walk_step(&cw, i)) {
         const tl_event *e = &t->ev[i];
         if (e->cat != TL_CAT_DATALOADER || e->dur <= 0)
             continue;

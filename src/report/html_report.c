@@ -64,11 +64,6 @@ static FILE *esc_open(FILE *f)
 
 /* ---- the timeline ----------------------------------------------------------------------- */
 
-static int is_device_work(uint16_t cat)
-{
-    return cat == TL_CAT_KERNEL || cat == TL_CAT_MEMCPY || cat == TL_CAT_MEMSET;
-}
-
 /* A time relative to t0, in microseconds. */
 static void put_us(FILE *f, int64_t ns, int64_t t0)
 {
@@ -128,9 +123,11 @@ static int write_timeline(FILE *f, const tl_trace *t)
         return -1;
     }
     int64_t t0 = st.v[0].s, t1 = st.v[st.n - 1].e, end = t1;
-    for (size_t i = 0; i < t->nev; i++) {
+    tl_cat_walk cw;
+    for (size_t i = tl_cat_walk_begin(&cw, t, TL_DEVICE_WORK); i < t->nev;
+         i = tl_cat_walk_step(&cw, i)) {
         const tl_event *e = &t->ev[i];
-        if (is_device_work(e->cat) && e->ts >= t0 && e->ts < t1 && e->ts + e->dur > end)
+        if (tl_cat_is_device_work(e->cat) && e->ts >= t0 && e->ts < t1 && e->ts + e->dur > end)
             end = e->ts + e->dur;
     }
     int64_t merge = (end - t0) / 4000;
@@ -161,7 +158,7 @@ static int write_timeline(FILE *f, const tl_trace *t)
             int64_t s = e->ts, x = e->ts + e->dur;
             int p = -1;
             if (stream) {
-                if (!is_device_work(e->cat) || s < t0 || s >= t1)
+                if (!tl_cat_is_device_work(e->cat) || s < t0 || s >= t1)
                     continue;
             } else {
                 /* outermost phase ranges only (the Model view's), cut to the window */

@@ -71,12 +71,7 @@ const tl_view_def *tl_view_lookup(const char *name)
 
 int tl_trace_has_device(const tl_trace *t)
 {
-    for (size_t i = 0; i < t->nev; i++) {
-        tl_cat c = (tl_cat)t->ev[i].cat;
-        if (c == TL_CAT_KERNEL || c == TL_CAT_MEMCPY || c == TL_CAT_MEMSET)
-            return 1;
-    }
-    return 0;
+    return tl_trace_has_cats(t, TL_DEVICE_WORK);
 }
 
 static void say(void (*fn)(const char *line, void *arg), void *arg, const char *line, int *n)

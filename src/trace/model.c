@@ -541,6 +541,7 @@ void tl_trace_free(tl_trace *t)
     tl_trace_memo_drop(t);
     tl_strtab_free(&t->strings);
     free(t->step_at_);
+    free(t->runs_);
     free(t->ev);
     free(t->tracks);
     free(t->devices);
@@ -1926,6 +1927,9 @@ typedef struct nest_part {
     finish_counts c;
     uint32_t *steps; /* the step spans' indices */
     size_t nsteps, cap_steps;
+    struct tl_cat_run *runs; /* its runs of one track (tl_cat_walk); NULL after no memory */
+    size_t nruns, cap_runs;
+    int runs_failed;
 } nest_part;
 
 static int is_call(const tl_event *e)
@@ -1952,9 +1956,20 @@ static void *nest_range(void *arg)
     int32_t *stack = malloc(cap * sizeof *stack);
     np->failed = !stack;
     uint32_t cur_track = UINT32_MAX;
+    uint32_t cats = 0; /* of the run open, written when the next starts */
     for (size_t i = np->lo; i < np->hi && stack; i++) {
         tl_event *e = &t->ev[i];
         count_event(&np->c, e);
+        if (e->track != cur_track && !np->runs_failed) {
+            if (np->nruns)
+                np->runs[np->nruns - 1].cats = cats;
+            if (tl_grow_array(&np->runs, &np->cap_runs, np->nruns + 1, sizeof *np->runs) == 0)
+                np->runs[np->nruns++] = (struct tl_cat_run){(uint32_t)i, 0};
+            else
+                np->runs_failed = 1;
+            cats = 0;
+        }
+        cats |= e->cat < 32 ? TL_CATBIT(e->cat) : UINT32_MAX;
         if (e->cat == TL_CAT_STEP) {
             if (tl_grow_array(&np->steps, &np->cap_steps, np->nsteps + 1, sizeof *np->steps)) {
                 np->failed = 1;
@@ -1995,6 +2010,8 @@ static void *nest_range(void *arg)
             stack[top++] = (int32_t)i;
         }
     }
+    if (np->nruns && !np->runs_failed)
+        np->runs[np->nruns - 1].cats = cats;
     free(stack);
     return NULL;
 }
@@ -2025,7 +2042,7 @@ static int compute_nesting(tl_trace *t, finish_counts *c)
             }
             hi = a;
         }
-        np[k] = (nest_part){t, lo, hi, 0, FINISH_COUNTS_INIT, NULL, 0, 0};
+        np[k] = (nest_part){t, lo, hi, 0, FINISH_COUNTS_INIT, NULL, 0, 0, NULL, 0, 0, 0};
         lo = hi;
     }
     tl_run_each(nest_range, np, sizeof *np, k);
@@ -2054,7 +2071,62 @@ static int compute_nesting(tl_trace *t, finish_counts *c)
         t->nstep_at_ += rc ? 0 : np[j].nsteps;
         free(np[j].steps);
     }
+    /* the runs in order, likewise: not known (every walk whole) when a part had no memory */
+    free(t->runs_);
+    t->runs_ = NULL;
+    t->nruns_ = 0;
+    size_t nruns = 0;
+    int runs_ok = !rc;
+    for (int j = 0; j < k; j++) {
+        nruns += np[j].nruns;
+        runs_ok &= !np[j].runs_failed;
+    }
+    if (runs_ok && nruns && (t->runs_ = malloc(nruns * sizeof *t->runs_)))
+        for (int j = 0; j < k; j++) {
+            memcpy(t->runs_ + t->nruns_, np[j].runs, np[j].nruns * sizeof *np[j].runs);
+            t->nruns_ += np[j].nruns;
+        }
+    for (int j = 0; j < k; j++)
+        free(np[j].runs);
     return rc;
+}
+
+size_t tl_cat_walk_begin(tl_cat_walk *w, const tl_trace *t, uint32_t cats)
+{
+    int known = t->finished && t->finish_known_ && t->runs_;
+    *w = (tl_cat_walk){known ? t->runs_ : NULL, known ? t->nruns_ : 0, 0, 0, t->nev, cats};
+    return tl_cat_walk_skip(w);
+}
+
+size_t tl_cat_walk_skip(tl_cat_walk *w)
+{
+    if (!w->run) { /* not known: every event, one run */
+        w->end = w->nev;
+        return w->k++ ? w->nev : 0;
+    }
+    size_t k = w->k;
+    while (k < w->nrun && !(w->run[k].cats & w->cats))
+        k++;
+    if (k == w->nrun) {
+        w->k = k;
+        w->end = w->nev;
+        return w->nev;
+    }
+    size_t first = w->run[k].first;
+    while (k < w->nrun && (w->run[k].cats & w->cats)) /* runs next to each other: one */
+        k++;
+    w->end = k < w->nrun ? w->run[k].first : w->nev;
+    w->k = k;
+    return first;
+}
+
+int tl_trace_has_cats(const tl_trace *t, uint32_t cats)
+{
+    tl_cat_walk w;
+    for (size_t i = tl_cat_walk_begin(&w, t, cats); i < t->nev; i = tl_cat_walk_step(&w, i))
+        if (t->ev[i].cat < 32 && (cats >> t->ev[i].cat & 1))
+            return 1;
+    return 0;
 }
 
 /* Of two calls with one correlation id, the one a device event links to: a runtime call over a
@@ -2267,7 +2339,9 @@ int tl_trace_finish(tl_trace *t)
 
 int tl_trace_relink(tl_trace *t)
 {
+    int known = t->finish_known_; /* the links change; the order, span, steps and runs do not */
     tl_trace_memo_drop(t);
+    t->finish_known_ = known;
     for (size_t i = 0; i < t->nev; i++)
         t->ev[i].link = TL_NONE;
     return compute_links(t, NULL);

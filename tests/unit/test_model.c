@@ -1093,9 +1093,106 @@ TEST(track_end_is_where_the_tracks_events_end)
     tl_trace_free(&t);
 }
 
+/* A walk over some categories visits, in index order, every event of the tracks that hold one of
+ * them and no other event: for each category alone, the device work, mixes, all and none; on a
+ * trace finished at 1, 3 and 16 threads (its runs found in parts), before the finish (every
+ * event), and after the links are made again (the runs still known). */
+static void mixed_trace(tl_trace *t, int threads)
+{
+    tl_trace_init(t);
+    t->read_threads = threads;
+    static const uint16_t host[] = {TL_CAT_OPERATOR, TL_CAT_RUNTIME, TL_CAT_PYTHON,
+                                    TL_CAT_STEP,     TL_CAT_USER,    TL_CAT_DATALOADER,
+                                    TL_CAT_MEMORY,   TL_CAT_INSTANT, TL_CAT_COMMUNICATION};
+    static const uint16_t dev[] = {TL_CAT_KERNEL, TL_CAT_MEMCPY, TL_CAT_MEMSET, TL_CAT_GPU_USER};
+    uint32_t tr[40];
+    for (int k = 0; k < 40; k++)
+        tr[k] = k < 24 ? tl_trace_track(t, TL_TRACK_THREAD, 1, 100 + k, -1)
+                       : tl_trace_track(t, TL_TRACK_STREAM, 1, k, k % 2);
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    for (int i = 0; i < 120000; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        int k = (int)(x % 40);
+        if (k % 7 == 3 && x % 5) /* some tracks with few events */
+            k = (int)((x >> 8) % 3);
+        tl_event *e = tl_trace_add(t);
+        e->track = tr[k];
+        e->ts = (int64_t)(i / 2) + (int64_t)(x >> 60);
+        e->dur = (int64_t)(x >> 40) % 50;
+        /* a track holds only some categories: which ones depends on the track */
+        int j = (int)((x >> 20) % 3) + k;
+        e->cat = k < 24 ? host[j % 9] : dev[j % (k % 5 == 0 ? 1 : 4)];
+    }
+}
+
+static void check_walks(const tl_trace *t, int skips)
+{
+    static const uint32_t masks[] = {
+        TL_DEVICE_WORK, TL_CATBIT(TL_CAT_KERNEL) | TL_CATBIT(TL_CAT_STEP),
+        TL_CATBIT(TL_CAT_RUNTIME) | TL_CATBIT(TL_CAT_DRIVER), UINT32_MAX, 0};
+    for (int m = 0; m < TL_CAT_COUNT + 5; m++) {
+        uint32_t mask = m < TL_CAT_COUNT ? TL_CATBIT(m) : masks[m - TL_CAT_COUNT];
+        uint8_t has[64] = {0};
+        size_t want = 0, of_tracks = 0, seen = 0, outside = 0, order_bad = 0, prev = 0;
+        for (size_t i = 0; i < t->nev; i++)
+            if (mask >> t->ev[i].cat & 1) {
+                has[t->ev[i].track] = 1;
+                want++;
+            }
+        for (size_t i = 0; i < t->nev; i++)
+            of_tracks += has[t->ev[i].track];
+        tl_cat_walk w;
+        for (size_t i = tl_cat_walk_begin(&w, t, mask); i < t->nev; i = tl_cat_walk_step(&w, i)) {
+            order_bad += seen && i <= prev;
+            prev = i;
+            seen += (mask >> t->ev[i].cat & 1) != 0;
+            outside += !has[t->ev[i].track];
+        }
+        CHECK_EQ_INT((int)order_bad, 0);
+        CHECK_EQ_INT((int)seen, (int)want);
+        CHECK_EQ_INT(tl_trace_has_cats(t, mask), want > 0);
+        if (skips) { /* only the tracks that hold one: every event of theirs */
+            size_t visited = 0;
+            for (size_t i = tl_cat_walk_begin(&w, t, mask); i < t->nev; i = tl_cat_walk_step(&w, i))
+                visited++;
+            CHECK_EQ_INT((int)outside, 0);
+            CHECK_EQ_INT((int)visited, (int)of_tracks);
+        } else { /* every event */
+            size_t visited = 0;
+            for (size_t i = tl_cat_walk_begin(&w, t, mask); i < t->nev; i = tl_cat_walk_step(&w, i))
+                visited++;
+            CHECK_EQ_INT((int)visited, (int)t->nev);
+        }
+    }
+}
+
+TEST(a_walk_by_category_skips_only_the_tracks_without_them)
+{
+    static const int threads[] = {1, 3, 16};
+    for (size_t k = 0; k < sizeof threads / sizeof *threads; k++) {
+        tl_trace t;
+        mixed_trace(&t, threads[k]);
+        check_walks(&t, 0);
+        CHECK_EQ_INT(tl_trace_finish(&t), 0);
+        CHECK(t.nruns_ >= 30 && t.nruns_ <= 40); /* a run a track that has events */
+        check_walks(&t, 1);
+        CHECK_EQ_INT(tl_trace_relink(&t), 0);
+        check_walks(&t, 1);
+        tl_trace_free(&t);
+    }
+    tl_trace e;
+    tl_trace_init(&e);
+    CHECK_EQ_INT(tl_trace_finish(&e), 0);
+    check_walks(&e, 1);
+    tl_trace_free(&e);
+}
+
 int main(void)
 {
     RUN(track_end_is_where_the_tracks_events_end);
+    RUN(a_walk_by_category_skips_only_the_tracks_without_them);
     RUN(intern_returns_same_id_for_same_string);
     RUN(many_names_alike_are_each_found_again);
     RUN(has_ci_finds_what_strncasecmp_finds);
