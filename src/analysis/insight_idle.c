@@ -44,11 +44,6 @@ const char *tl_wait_name(tl_wait w)
     }
 }
 
-static int is_device_op(const tl_event *e)
-{
-    return e->cat == TL_CAT_KERNEL || e->cat == TL_CAT_MEMCPY || e->cat == TL_CAT_MEMSET;
-}
-
 int64_t tl_percentile(const int64_t *sorted, size_t n, double p)
 {
     if (!n)
@@ -219,7 +214,7 @@ static int stream_pass(const tl_trace *t, const tl_gpu_scope *sc, uint8_t *named
     st->device = t->tracks[st->track].device;
     size_t nops = 0;
     for (size_t i = from; i < to; i++)
-        if (is_device_op(&t->ev[i]))
+        if (tl_cat_is_device_work(t->ev[i].cat))
             nops++;
     st->delays = tl_big_alloc((nops ? nops : 1) * sizeof *st->delays);
     qpoint *q = tl_big_alloc((nops ? nops : 1) * 2 * sizeof *q);
@@ -231,7 +226,7 @@ static int stream_pass(const tl_trace *t, const tl_gpu_scope *sc, uint8_t *named
     int64_t prev_end = INT64_MIN;
     for (size_t i = from; i < to; i++) {
         const tl_event *e = &t->ev[i];
-        if (!is_device_op(e) || (sc && !tl_gpu_scope_touches(sc, e)))
+        if (!tl_cat_is_device_work(e->cat) || (sc && !tl_gpu_scope_touches(sc, e)))
             continue;
         int64_t end = e->ts + (e->dur > 0 ? e->dur : 0);
         const tl_event *call = e->link != TL_NONE ? &t->ev[e->link] : NULL;
@@ -358,7 +353,7 @@ int tl_idle_compute_top(const tl_trace *t, const tl_gpu_scope *sc, int64_t short
         int has_op = 0;
         if (tr < t->ntracks && t->tracks[tr].kind == TL_TRACK_STREAM)
             for (size_t k = i; k < j && !has_op; k++)
-                has_op = is_device_op(&t->ev[k]);
+                has_op = tl_cat_is_device_work(t->ev[k].cat);
         if (has_op) {
             if (x->nstreams == cap) {
                 cap = cap ? cap * 2 : 8;
