@@ -2083,7 +2083,8 @@ static int compute_nesting(tl_trace *t, finish_counts *c)
     }
     if (runs_ok && nruns && (t->runs_ = malloc(nruns * sizeof *t->runs_)))
         for (int j = 0; j < k; j++) {
-            memcpy(t->runs_ + t->nruns_, np[j].runs, np[j].nruns * sizeof *np[j].runs);
+            if (np[j].nruns) /* (a part of no events has no array) */
+                memcpy(t->runs_ + t->nruns_, np[j].runs, np[j].nruns * sizeof *np[j].runs);
             t->nruns_ += np[j].nruns;
         }
     for (int j = 0; j < k; j++)
