@@ -558,6 +558,7 @@ static inline size_t tl_cat_walk_step(tl_cat_walk *w, size_t i)
 }
 /* Whether the trace holds an event of a category in cats. */
 int tl_trace_has_cats(const tl_trace *t, uint32_t cats);
+
 /* Keep only the tracks with keep[k] != 0 (k < n; tracks from n on are dropped), in their order,
  * renumbering the events' tracks. For readers that create tracks from metadata (a thread's
  * name) or from events they then skip: a track nothing ran on is not a thread of the trace.
