@@ -362,7 +362,7 @@ int tl_evrank_build(const tl_trace *t, uint32_t cats, tl_evrank *r)
     uint32_t n = 0;
     for (size_t w = 0; w < words; w++) {
         r->before[w] = n;
-        n += (uint32_t)__builtin_popcountll(r->bits[w]);
+        n += tl_popcount64(r->bits[w]);
     }
     r->n = n;
     return 0;

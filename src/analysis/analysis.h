@@ -100,13 +100,27 @@ typedef struct tl_evrank {
 /* Number the events whose category is in cats (bits 1 << tl_cat). 0, or -1 out of memory. */
 int tl_evrank_build(const tl_trace *t, uint32_t cats, tl_evrank *r);
 void tl_evrank_free(tl_evrank *r);
+/* The bits set in x: the instruction where the build may use it, else a few steps inline (the
+ * builtin is a call into libgcc on plain x86-64). */
+static inline unsigned tl_popcount64(uint64_t x)
+{
+#ifdef __POPCNT__
+    return (unsigned)__builtin_popcountll(x);
+#else
+    x -= (x >> 1) & UINT64_C(0x5555555555555555);
+    x = (x & UINT64_C(0x3333333333333333)) + ((x >> 2) & UINT64_C(0x3333333333333333));
+    x = (x + (x >> 4)) & UINT64_C(0x0f0f0f0f0f0f0f0f);
+    return (unsigned)((x * UINT64_C(0x0101010101010101)) >> 56);
+#endif
+}
+
 /* The number of event i, or -1 when it is not one of them. */
 static inline int64_t tl_evrank_of(const tl_evrank *r, size_t i)
 {
     uint64_t w = r->bits[i >> 6], m = (uint64_t)1 << (i & 63);
     if (!(w & m))
         return -1;
-    return (int64_t)r->before[i >> 6] + __builtin_popcountll(w & (m - 1));
+    return (int64_t)r->before[i >> 6] + tl_popcount64(w & (m - 1));
 }
 
 /* tl_self_times of the events r numbers: out[k] for the event numbered k (r->n entries). The

@@ -64,11 +64,6 @@ const char *tl_cat_name(tl_cat c)
     return (unsigned)c < TL_CAT_COUNT ? cat_names[c] : "Other";
 }
 
-int tl_cat_is_device(tl_cat c)
-{
-    return c == TL_CAT_KERNEL || c == TL_CAT_MEMCPY || c == TL_CAT_MEMSET || c == TL_CAT_GPU_USER;
-}
-
 const char *tl_memcpy_kind_name(tl_memcpy_kind k)
 {
     switch (k) {

@@ -49,8 +49,12 @@ typedef enum tl_cat {
 
 /* Names of categories as the text views print them ("Operator", "Kernel", ...). */
 const char *tl_cat_name(tl_cat c);
-/* Non-zero for categories whose events live on device tracks. */
-int tl_cat_is_device(tl_cat c);
+/* Non-zero for categories whose events live on device tracks (inline: the views and the finish
+ * ask it of every event). */
+static inline int tl_cat_is_device(tl_cat c)
+{
+    return c == TL_CAT_KERNEL || c == TL_CAT_MEMCPY || c == TL_CAT_MEMSET || c == TL_CAT_GPU_USER;
+}
 
 typedef enum tl_memcpy_kind {
     TL_COPY_UNKNOWN = 0,

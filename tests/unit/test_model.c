@@ -1189,10 +1189,32 @@ TEST(a_walk_by_category_skips_only_the_tracks_without_them)
     tl_trace_free(&e);
 }
 
+/* The inline bit count against one bit at a time, on words of every density. */
+TEST(popcount_counts_the_bits)
+{
+    uint64_t x = 0x2545f4914f6cdd1dull;
+    size_t bad = 0;
+    for (int i = 0; i < 100000; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        uint64_t w = i % 3 == 0   ? x
+                     : i % 3 == 1 ? x & (x >> 1) & (x >> 2)
+                                  : x | (x << 1) | (x >> 3);
+        unsigned n = 0;
+        for (int b = 0; b < 64; b++)
+            n += (unsigned)(w >> b & 1);
+        bad += tl_popcount64(w) != n;
+    }
+    bad += tl_popcount64(0) != 0 || tl_popcount64(UINT64_MAX) != 64;
+    CHECK_EQ_INT((int)bad, 0);
+}
+
 int main(void)
 {
     RUN(track_end_is_where_the_tracks_events_end);
     RUN(a_walk_by_category_skips_only_the_tracks_without_them);
+    RUN(popcount_counts_the_bits);
     RUN(intern_returns_same_id_for_same_string);
     RUN(many_names_alike_are_each_found_again);
     RUN(has_ci_finds_what_strncasecmp_finds);
