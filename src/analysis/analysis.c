@@ -357,7 +357,7 @@ int tl_evrank_build(const tl_trace *t, uint32_t cats, tl_evrank *r)
         return -1;
     }
     for (size_t i = 0; i < t->nev; i++)
-        if (t->ev[i].cat < 32 && (cats >> t->ev[i].cat & 1))
+        if (tl_cat_in(cats, t->ev[i].cat))
             r->bits[i >> 6] |= (uint64_t)1 << (i & 63);
     uint32_t n = 0;
     for (size_t w = 0; w < words; w++) {

@@ -242,7 +242,7 @@ static int extend_steps(const tl_trace *t, bstep *st, int n, int *dropped)
     for (size_t i = tl_cat_walk_begin(&cw, t, TL_DEVICE_WORK); i < t->nev;
          i = tl_cat_walk_step(&cw, i)) {
         const tl_event *d = &t->ev[i];
-        if (!tl_cat_is_device_work((unsigned)d->cat) || d->link == TL_NONE)
+        if (!tl_cat_is_device_work(d->cat) || d->link == TL_NONE)
             continue;
         const tl_event *r = &t->ev[d->link];
         if (r->cat != TL_CAT_RUNTIME)
@@ -268,8 +268,8 @@ static int extend_steps(const tl_trace *t, bstep *st, int n, int *dropped)
         for (size_t i = tl_cat_walk_begin(&cw, t, TL_DEVICE_WORK); i < t->nev;
              i = tl_cat_walk_step(&cw, i)) {
             const tl_event *d = &t->ev[i];
-            if (tl_cat_is_device_work((unsigned)d->cat) && !matched[i] &&
-                d->ts + d->dur < st[0].dev_s && d->ts + d->dur > prev)
+            if (tl_cat_is_device_work(d->cat) && !matched[i] && d->ts + d->dur < st[0].dev_s &&
+                d->ts + d->dur > prev)
                 prev = d->ts + d->dur;
         }
     }

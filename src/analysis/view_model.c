@@ -345,7 +345,7 @@ tl_table *tl_view_model(const tl_trace *t, const tl_view_opts *o, tl_error *err)
     /* Kernels to the phase and step of the call that launched them. */
     int64_t unlinked = 0;
     tl_cat_walk cw;
-    for (size_t i = tl_cat_walk_begin(&cw, t, TL_CATBIT(TL_CAT_KERNEL)); i < t->nev && have_kernels;
+    for (size_t i = tl_cat_walk_begin(&cw, t, TL_CATBIT(TL_CAT_KERNEL)); i < t->nev;
          i = tl_cat_walk_step(&cw, i)) {
         const tl_event *e = &t->ev[i];
         if (e->cat != TL_CAT_KERNEL)

@@ -69,11 +69,6 @@ const tl_view_def *tl_view_lookup(const char *name)
     return NULL;
 }
 
-int tl_trace_has_device(const tl_trace *t)
-{
-    return tl_trace_has_cats(t, TL_DEVICE_WORK);
-}
-
 static void say(void (*fn)(const char *line, void *arg), void *arg, const char *line, int *n)
 {
     if (fn)
@@ -881,7 +876,7 @@ int tl_report_write(FILE *f, const tl_trace *t, const tl_report_opts *o, tl_erro
     }
     if (select_views(o->views, sel, &all, err) != 0)
         return -1;
-    int device = tl_trace_has_device(t);
+    int device = tl_trace_has_cats(t, TL_DEVICE_WORK);
     /* Views computed but not yet written: only while a --sort key has not been taken by a
      * view yet (an unknown key is an error with nothing written). Otherwise a view is written
      * as soon as it is computed and freed before the next one: a trace with a row per distinct

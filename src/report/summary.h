@@ -54,9 +54,6 @@ const tl_view_def *tl_view_lookup(const char *name);
  * its table holds from then until the report writes it (*keep: its rows per distinct name). */
 size_t tl_view_estimate(const tl_view_def *d, const tl_trace *t, size_t *keep);
 
-/* Non-zero when the trace has kernels, copies or memsets. */
-int tl_trace_has_device(const tl_trace *t);
-
 typedef struct tl_report_opts {
     const char *views; /* comma-separated view names; NULL or "all" = every applicable view */
     tl_view_opts vo;   /* sort, top, thread_sep ... handed to every view */

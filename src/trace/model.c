@@ -2120,7 +2120,7 @@ int tl_trace_has_cats(const tl_trace *t, uint32_t cats)
 {
     tl_cat_walk w;
     for (size_t i = tl_cat_walk_begin(&w, t, cats); i < t->nev; i = tl_cat_walk_step(&w, i))
-        if (t->ev[i].cat < 32 && (cats >> t->ev[i].cat & 1))
+        if (tl_cat_in(cats, t->ev[i].cat))
             return 1;
     return 0;
 }

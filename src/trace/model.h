@@ -523,15 +523,19 @@ uint32_t tl_trace_find_track(const tl_trace *t, tl_track_kind kind, int64_t pid,
  * in a few steps each, not event by event). i < t->nev. */
 size_t tl_trace_track_end(const tl_trace *t, size_t i);
 
-/* A category as a bit of a mask of categories. */
+/* A category as a bit of a mask of categories, and whether category c is in the mask cats. */
 #define TL_CATBIT(c) (1u << (c))
+static inline int tl_cat_in(uint32_t cats, unsigned c)
+{
+    return c < 32 && (cats >> c & 1);
+}
 /* Device work that counts as GPU time: kernels, copies, memsets (not gpu_user_annotation spans,
  * which only mirror host ranges). */
 #define TL_DEVICE_WORK                                                                             \
     (TL_CATBIT(TL_CAT_KERNEL) | TL_CATBIT(TL_CAT_MEMCPY) | TL_CATBIT(TL_CAT_MEMSET))
 static inline int tl_cat_is_device_work(unsigned c)
 {
-    return c < 32 && (TL_DEVICE_WORK >> c & 1);
+    return tl_cat_in(TL_DEVICE_WORK, c);
 }
 
 /* A pass over the events of some categories only: the runs of events (in a finished trace, a
