@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* ---- writing ----------------------------------------------------------------------------------
  */
@@ -344,6 +345,11 @@ static int read_rank(jp *j, tl_rank *r, size_t nnames)
 
 int tl_job_is_summary(const char *path)
 {
+    /* a pipe (`<(zcat t.json.gz)`, a FIFO, /dev/stdin) is read once: bytes taken here would be
+     * missing from the trace, and a summary is a file tally wrote */
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+        return 0;
     FILE *f = fopen(path, "rb");
     if (!f)
         return 0;

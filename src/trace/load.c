@@ -46,17 +46,24 @@ static int spool(int fd, const char *name, tl_error *err)
         return -1;
     }
     unlink(tmp);
-    static char buf[1 << 16];
-    for (;;) {
-        ssize_t n = read(fd, buf, sizeof buf);
+    /* its own buffer: a job's ranks are read by several threads at once (`<(zcat a) <(zcat b)`) */
+    enum { SPOOL_BUF = 1 << 16 };
+    char *buf = malloc(SPOOL_BUF);
+    if (!buf) {
+        tl_error_setc(err, TL_ERR_NOMEM, "%s: out of memory", name);
+        close(out);
+        return -1;
+    }
+    int rc = 0;
+    while (rc == 0) {
+        ssize_t n = read(fd, buf, SPOOL_BUF);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0) {
             tl_error_setc(err, TL_ERR_IO, "%s: cannot read: %s", name, strerror(errno));
-            close(out);
-            return -1;
+            rc = -1;
         }
-        if (n == 0)
+        if (n <= 0)
             break;
         for (ssize_t w = 0; w < n;) {
             ssize_t k = write(out, buf + w, (size_t)(n - w));
@@ -65,11 +72,16 @@ static int spool(int fd, const char *name, tl_error *err)
             if (k < 0) {
                 tl_error_setc(err, TL_ERR_IO, "%s: cannot make a temporary copy: %s", name,
                               strerror(errno));
-                close(out);
-                return -1;
+                rc = -1;
+                break;
             }
             w += k;
         }
+    }
+    free(buf);
+    if (rc != 0) {
+        close(out);
+        return -1;
     }
     return out;
 }
