@@ -11,6 +11,7 @@
 #include "analysis/insight.h"
 #include "trace/checked.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -127,9 +128,45 @@ static int picked(const tl_trace *t, const tl_view_opts *o, const tl_stream_stat
            (!o || !o->stream_set || tr->tid == o->stream);
 }
 
+/* --device and --stream name a stream or device the trace has: 1, or 0 with err saying which it
+ * has (an empty table would read as "no idle time there"). */
+static int asked_exists(const tl_trace *t, const tl_view_opts *o, tl_error *err)
+{
+    if (!o || (!o->device_set && !o->stream_set))
+        return 1;
+    char have[256] = "";
+    size_t len = 0, listed = 0;
+    for (uint32_t k = 0; k < t->ntracks; k++) {
+        const tl_track *tr = &t->tracks[k];
+        if (tr->kind != TL_TRACK_STREAM)
+            continue;
+        if ((!o->device_set || tr->device == o->device) && (!o->stream_set || tr->tid == o->stream))
+            return 1;
+        if (listed++ < 12 && len < sizeof have)
+            len += (size_t)snprintf(have + len, sizeof have - len, "%s%s %d stream %lld",
+                                    len ? ", " : "", tl_accel_name(t), (int)tr->device,
+                                    (long long)tr->tid);
+    }
+    if (listed > 12 && len < sizeof have)
+        snprintf(have + len, sizeof have - len, " and %zu more", listed - 12);
+    char what[96];
+    if (o->device_set && o->stream_set)
+        snprintf(what, sizeof what, "no stream %lld on %s %d", (long long)o->stream,
+                 tl_accel_name(t), (int)o->device);
+    else if (o->device_set)
+        snprintf(what, sizeof what, "no %s %d", tl_accel_name(t), (int)o->device);
+    else
+        snprintf(what, sizeof what, "no stream %lld", (long long)o->stream);
+    tl_error_setc(err, TL_ERR_USAGE, "%s: %s; %s%s", t->path ? t->path : "the trace", what,
+                  listed ? "its streams: " : "it has no device streams", have);
+    return 0;
+}
+
 tl_table *tl_view_gaps_ex(const tl_trace *t, const tl_view_opts *o, int64_t kernel_wait_ns,
                           tl_error *err)
 {
+    if (!asked_exists(t, o, err))
+        return NULL;
     tl_idle x;
     tl_track_index ix = {0};
     tl_table *idle = NULL, *gaps = NULL, *launch = NULL;

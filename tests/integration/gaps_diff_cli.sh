@@ -70,6 +70,15 @@ set +e
 "$TALLY" gaps "$work/missing.json" >/dev/null 2>"$work/err.txt"; [ $? -eq 1 ] || fail "missing file: not 1"
 [ "$(wc -l <"$work/err.txt")" -eq 1 ] || fail "missing file: not one line on stderr"
 grep -q "kernel-wait-us" <<<"$("$TALLY" gaps --help)" || fail "--help"
+# a stream or device the trace does not have: one line naming it and the streams there are
+for asked in "--stream 8" "--device 1" "--device 1 --stream 7"; do
+  "$TALLY" gaps "$work/a.json" $asked >"$work/out.txt" 2>"$work/err.txt"
+  [ $? -eq 2 ] || fail "gaps $asked: exit status not 2"
+  [ "$(wc -l <"$work/err.txt")" -eq 1 ] && grep -q "its streams: GPU 0 stream 7$" "$work/err.txt" ||
+    { cat "$work/err.txt" >&2; fail "gaps $asked: not one line naming the trace's streams"; }
+  [ ! -s "$work/out.txt" ] || fail "gaps $asked: printed tables"
+done
+"$TALLY" gaps "$work/a.json" --device 0 --stream 7 >/dev/null 2>&1 || fail "gaps of the stream there is failed"
 "$TALLY" diff "$work/a.json" >/dev/null 2>&1; [ $? -eq 2 ] || fail "diff with one file: not 2"
 "$TALLY" diff "$work/a.json" "$work/b.json" --views bogus >/dev/null 2>&1; [ $? -eq 2 ] || fail "diff bad view: not 2"
 set -e
