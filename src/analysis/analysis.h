@@ -148,6 +148,9 @@ typedef struct tl_view_opts {
     int window_all;  /* GPU views (--window all): the whole file instead of the steps */
     int linked_only; /* GPU views (--linked-only): only device work whose launching runtime call
                       * (the call with the same correlation id) is in the file */
+    int kinds_apart; /* ops (tally diff, which joins rows by name): a GPU annotation's row is
+                      * named "NAME [GPU annotation]", apart from the CPU range of the same name
+                      * that Kineto derives it from (PyTorch's table shows two rows "NAME") */
     int made_rows;   /* the caller reads the tables only through tl_out and tl_table_cell (the
                       * report writer): a view with a row per name may return a table whose rows
                       * are made as they are written (tl_table_new_rows), not held as cells */

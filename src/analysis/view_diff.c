@@ -658,7 +658,7 @@ tl_table *tl_view_diff(const tl_trace *a, const tl_trace *b, const char *views,
     tl_table **tail = &head->next;
     int gpu = tl_trace_has_cats(a, TL_DEVICE_WORK) || tl_trace_has_cats(b, TL_DEVICE_WORK);
     int compared = 0;
-    tl_view_opts vo = {0};
+    tl_view_opts vo = {.kinds_apart = 1}; /* rows are joined by name */
     if (o)
         vo.threshold_ns = o->threshold_ns;
     const char *given = o && o->sort ? o->sort : NULL;

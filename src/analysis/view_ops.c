@@ -731,6 +731,7 @@ static void add_to_row(void *ctx, int32_t ev, tl_ops_term term, int64_t ns)
 typedef struct ops_put {
     int map[K_NCOLS]; /* column of each K_*, -1: not shown */
     int has_cuda, nmem, has_cuda_mem, by_shape;
+    int kinds_apart; /* tl_view_opts.kinds_apart */
     int64_t sum_self_cpu, sum_self_cuda;
     const shape_set *shapes;
     const tl_trace *t; /* the names */
@@ -741,7 +742,13 @@ static void put_row(tl_table *tab, int r, const ops_put *P, const ops_row *a, co
 {
     const int *map = P->map;
     /* the trace's string or a literal: the table is freed before the trace */
-    tl_table_str_ref(tab, r, map[K_NAME], row_name(P->t, a));
+    if (P->kinds_apart && a->device && a->annot) {
+        char buf[4096];
+        snprintf(buf, sizeof buf, "%s [%s annotation]", row_name(P->t, a), tl_accel_name(P->t));
+        tl_table_str(tab, r, map[K_NAME], buf);
+    } else {
+        tl_table_str_ref(tab, r, map[K_NAME], row_name(P->t, a));
+    }
     if (P->sum_self_cpu > 0) {
         tl_table_pct(tab, r, map[K_SELF_CPU_PCT],
                      100.0 * (double)a->self_cpu / (double)P->sum_self_cpu);
@@ -1102,7 +1109,11 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
             tl_permute(X.mem, nrows, sizeof *X.mem, perm, &mheld);
         free(perm);
     }
-    ops_put P = {.nmem = nmem > 0, .by_shape = X.by_shape, .shapes = &X.shapes, .t = t};
+    ops_put P = {.nmem = nmem > 0,
+                 .by_shape = X.by_shape,
+                 .kinds_apart = o && o->kinds_apart,
+                 .shapes = &X.shapes,
+                 .t = t};
     for (size_t r = 0; r < nrows; r++)
         if (rows[r].self_cuda > 0)
             P.has_cuda = 1;

@@ -6,12 +6,15 @@
  *   - a change within the steps' run-to-run spread is "noise", one beyond it is not;
  *   - --views model compares the per-step breakdown (Forward, Backward, ...) as means per step;
  *   - a GPU trace and a CPU-only trace diff in either order: the ops compare on CPU time, the
- *     kernels are new or vanished, nothing fails.
+ *     kernels are new or vanished, nothing fails;
+ *   - a GPU annotation and the CPU range of the same name (two rows in PyTorch's table) are two
+ *     rows of the ops diff, not one of their sums.
  */
 #include "insight_fixture.h"
 #include "testlib.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /* Four steps of 10 ms; in each an op "rmsnorm" at 1 ms:
  *   before: 5 ms with five children "rmsnorm.k0".."k4" of 0.8 ms each (self 1 ms);
@@ -254,11 +257,58 @@ TEST(gpu_and_cpu_traces_diff_in_either_order)
     tl_trace_free(&c);
 }
 
+/* One step of 10 ms; a CPU range "fwd" [1, 5 ms) launching kernel "k" (2 ms), and the GPU
+ * annotation "fwd" Kineto derives from it on the stream [2, 5 ms) ("gpu_user_annotation"):
+ * PyTorch's table has two rows named "fwd", one call each. */
+static void build_annotated(tl_trace *t)
+{
+    tl_trace_init(t);
+    uint32_t th = tl_trace_track(t, TL_TRACK_THREAD, 1, 1, -1);
+    uint32_t st = tl_trace_track(t, TL_TRACK_STREAM, 1, 7, 0);
+    fx_ev(t, th, TL_CAT_STEP, "ProfilerStep#1", 0, 10 * MS);
+    fx_ev(t, th, TL_CAT_USER, "fwd", 1 * MS, 4 * MS);
+    fx_launch(t, th, st, "k", 1 * MS + 100 * US, 2 * MS, 2 * MS, 1);
+    fx_ev(t, st, TL_CAT_GPU_USER, "fwd", 2 * MS, 3 * MS);
+    CHECK_EQ_INT(tl_trace_finish(t), 0);
+}
+
+TEST(a_gpu_annotation_is_not_added_to_its_cpu_range)
+{
+    tl_trace a;
+    build_annotated(&a);
+    tl_error err = {{0}};
+    tl_table *d = tl_view_diff(&a, &a, "ops", NULL, &err);
+    const tl_table *op = d ? fx_table(d, "ops_diff") : NULL;
+    CHECK(op != NULL);
+    if (op) {
+        /* not one row "fwd" of 2 calls and CUDA total 2 ms (kernel) + 3 ms (annotation span) */
+        int r = fx_row(op, "name", "fwd");
+        CHECK(r >= 0);
+        CHECK_EQ_INT(fx_i(op, r, "calls_before"), 1);
+        CHECK_EQ_INT(fx_i(op, r, "cuda_total_before_us"), 2 * MS);
+        r = fx_row(op, "name", "fwd [GPU annotation]");
+        CHECK(r >= 0);
+        CHECK_EQ_INT(fx_i(op, r, "calls_after"), 1);
+        CHECK_EQ_INT(fx_i(op, r, "cuda_total_after_us"), 3 * MS);
+        CHECK_STR(fx_s(op, r, "change"), "same");
+    }
+    tl_table_free(d);
+    /* the ops table itself is PyTorch's: two rows named "fwd" */
+    tl_table *o = tl_view_ops(&a, NULL, &err);
+    int named = 0;
+    for (int r = 0; o && r < o->nrows; r++)
+        named += !strcmp(fx_s(o, r, "name"), "fwd");
+    CHECK_EQ_INT(named, 2);
+    tl_table_free(o);
+    tl_trace_free(&a);
+}
+
 int main(void)
 {
     RUN(fusion_reads_faster_on_total_with_self_beside);
     RUN(changes_within_the_step_spread_are_noise);
     RUN(model_compares_the_per_step_breakdown);
     RUN(gpu_and_cpu_traces_diff_in_either_order);
+    RUN(a_gpu_annotation_is_not_added_to_its_cpu_range);
     return test_summary();
 }
