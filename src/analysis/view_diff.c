@@ -11,6 +11,7 @@
  * shape) are summed first. Step time comes from the profiled window of each trace.
  */
 #include "analysis/insight.h"
+#include "analysis/steps.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -40,21 +41,22 @@ static void mean_sd(const double *v, int n, step_spread *s)
     s->sd = sqrt(ss / (n - 1));
 }
 
+/* The spread of t's steps (steps.h: the ones every view counts; none for the pseudo-step). */
 static int step_times(const tl_trace *t, step_spread *s)
 {
-    int n = 0;
-    for (size_t i = 0; i < t->nev; i++)
-        n += t->ev[i].cat == TL_CAT_STEP && t->ev[i].dur > 0;
-    double *v = malloc((n ? (size_t)n : 1) * sizeof *v);
-    if (!v)
+    tl_steps st;
+    if (tl_steps_load(t, &st) != 0)
         return -1;
-    n = 0;
-    for (size_t i = 0; i < t->nev; i++)
-        if (t->ev[i].cat == TL_CAT_STEP && t->ev[i].dur > 0)
-            v[n++] = (double)t->ev[i].dur;
-    mean_sd(v, n, s);
+    int n = st.pseudo ? 0 : st.n;
+    double *v = malloc((n ? (size_t)n : 1) * sizeof *v);
+    int rc = v ? 0 : -1;
+    for (int i = 0; v && i < n; i++)
+        v[i] = (double)(st.v[i].e - st.v[i].s);
+    if (v)
+        mean_sd(v, n, s);
     free(v);
-    return 0;
+    tl_steps_free(&st);
+    return rc;
 }
 
 /* How a change reads: time that went down is "faster", other numbers go "down"; a change no
@@ -467,10 +469,15 @@ static const tl_col step_cols[S_NCOLS] = {
     [S_CHANGE] = {"Change", "change", TL_COL_STR, 1},
 };
 
-/* One row of a before/after table of means; sa, sb: their spreads (noise: the larger standard
- * deviation; not judged when either has fewer than 2 steps). */
-static void step_row(tl_table *t, const char *name, const step_spread *sa, const step_spread *sb,
-                     double a, double b)
+/* The noise of a mean per step: the larger standard deviation of the two; -1 (not judged)
+ * when either has fewer than 2 steps. */
+static double spread_noise(const step_spread *sa, const step_spread *sb)
+{
+    return sa->n >= 2 && sb->n >= 2 ? fmax(sa->sd, sb->sd) : -1;
+}
+
+/* One row of a before/after table; a change within noise is "noise" (noise < 0: not judged). */
+static void step_row(tl_table *t, const char *name, double a, double b, double noise)
 {
     int r = tl_table_add_row(t);
     if (r < 0)
@@ -481,7 +488,6 @@ static void step_row(tl_table *t, const char *name, const step_spread *sa, const
     tl_table_time(t, r, S_DELTA, llround(b) - llround(a));
     if (a > 0)
         tl_table_float(t, r, S_RATIO, b / a);
-    double noise = sa->n >= 2 && sb->n >= 2 ? fmax(sa->sd, sb->sd) : -1;
     if (noise >= 0)
         tl_table_time(t, r, S_NOISE, llround(noise));
     tl_table_str(t, r, S_CHANGE, change_word(1, 1, (double)(llround(b) - llround(a)), noise, 1));
@@ -505,7 +511,7 @@ static tl_table *breakdown_diff(const tl_table *a, const tl_table *b, tl_error *
         step_spread sa, sb;
         if (column_spread(a, c, &sa) != 0 || column_spread(b, cb, &sb) != 0)
             goto oom;
-        step_row(t, a->cols[c].title, &sa, &sb, sa.mean, sb.mean);
+        step_row(t, a->cols[c].title, sa.mean, sb.mean, spread_noise(&sa, &sb));
         na = sa.n;
         nb = sb.n;
     }
@@ -548,21 +554,24 @@ static const diff_view diff_views[] = {
 };
 static const size_t ndiff_views = sizeof diff_views / sizeof diff_views[0];
 
-static tl_table *step_table(const tl_trace *a, const tl_trace *b, step_spread *sa, step_spread *sb)
+/* The steps' times compared: the mean step (noise: the larger standard deviation) and all the
+ * steps together (noise: the same share of the larger total as the joined rows' noise_rel, so
+ * that the two rows of one change read alike), or the spans of traces without steps. */
+static tl_table *step_table(const tl_trace *a, const tl_trace *b, const step_spread *sa,
+                            const step_spread *sb, double noise_rel)
 {
     tl_window wa, wb;
     tl_profiled_window(a, &wa);
     tl_profiled_window(b, &wb);
-    if (step_times(a, sa) != 0 || step_times(b, sb) != 0)
-        return NULL;
     tl_table *t = tl_table_new("Step Time", "step_time", step_cols, S_NCOLS);
     if (!t)
         return NULL;
-    step_spread none = {0};
-    if (wa.nsteps && wb.nsteps)
-        step_row(t, "Avg step", sa, sb, (double)wa.total / wa.nsteps, (double)wb.total / wb.nsteps);
-    step_row(t, wa.nsteps && wb.nsteps ? "All steps" : "Trace span", &none, &none, (double)wa.total,
-             (double)wb.total);
+    int steps = wa.nsteps && wb.nsteps;
+    if (steps)
+        step_row(t, "Avg step", (double)wa.total / wa.nsteps, (double)wb.total / wb.nsteps,
+                 spread_noise(sa, sb));
+    step_row(t, steps ? "All steps" : "Trace span", (double)wa.total, (double)wb.total,
+             steps && noise_rel >= 0 ? noise_rel * fmax((double)wa.total, (double)wb.total) : -1);
     tl_table_note(t, "Before: %d step%s; after: %d step%s.%s", wa.nsteps, wa.nsteps == 1 ? "" : "s",
                   wb.nsteps, wb.nsteps == 1 ? "" : "s",
                   wa.nsteps && wb.nsteps ? ""
@@ -646,15 +655,18 @@ tl_table *tl_view_diff(const tl_trace *a, const tl_trace *b, const char *views,
     if (tl_diff_check_views(views, err) != 0)
         return NULL;
     step_spread sa, sb;
-    tl_table *head = step_table(a, b, &sa, &sb);
+    tl_table *head = NULL;
+    double noise_rel = -1;
+    if (step_times(a, &sa) == 0 && step_times(b, &sb) == 0) {
+        /* the relative noise of joined rows: the larger relative spread of the step times */
+        if (sa.n >= 2 && sb.n >= 2 && sa.mean > 0 && sb.mean > 0)
+            noise_rel = fmax(sa.sd / sa.mean, sb.sd / sb.mean);
+        head = step_table(a, b, &sa, &sb, noise_rel);
+    }
     if (!head) {
         tl_error_setc(err, TL_ERR_NOMEM, "diff: out of memory");
         return NULL;
     }
-    /* the relative noise of joined rows: the larger relative spread of the step times */
-    double noise_rel = sa.n >= 2 && sb.n >= 2 && sa.mean > 0 && sb.mean > 0
-                           ? fmax(sa.sd / sa.mean, sb.sd / sb.mean)
-                           : -1;
     tl_table **tail = &head->next;
     int gpu = tl_trace_has_cats(a, TL_DEVICE_WORK) || tl_trace_has_cats(b, TL_DEVICE_WORK);
     int compared = 0;

@@ -137,6 +137,46 @@ TEST(changes_within_the_step_spread_are_noise)
     tl_trace_free(&b);
 }
 
+/* All steps is judged as the mean step is: a change of every step within the spread is noise
+ * on both rows (before the steps' sum was "slower" at any delta), one beyond it on neither; a
+ * step only the end of the trace closed is no step (steps.h) and not in the spread either. */
+TEST(all_steps_read_like_the_mean_step)
+{
+    static const struct {
+        int64_t bwd_ms;
+        const char *change;
+    } cases[] = {{52, "noise"}, {80, "slower"}};
+    for (int k = 0; k < 2; k++) {
+        tl_trace a, b;
+        build_steps(&a, 0, 50);              /* 90, 100, 110 ms: sd 10 % of the mean */
+        build_steps(&b, 1, cases[k].bwd_ms); /* (45, 50, 55) + bwd: sd 5 ms */
+        /* an unclosed 500 ms step after the three: not a step, not noise */
+        uint32_t th = tl_trace_find_track(&a, TL_TRACK_THREAD, 1, 1, -1);
+        fx_ev(&a, th, TL_CAT_STEP, "ProfilerStep#4", 300 * MS, 500 * MS)->flags |= TL_EV_UNCLOSED;
+        CHECK_EQ_INT(tl_trace_finish(&a), 0);
+        tl_error err = {{0}};
+        tl_table *d = tl_view_diff(&a, &b, "ranges", NULL, &err);
+        const tl_table *st = d ? fx_table(d, "step_time") : NULL;
+        CHECK(st != NULL);
+        if (st) {
+            int64_t after = 3 * (50 + cases[k].bwd_ms) * MS;
+            int r = fx_row(st, "name", "Avg step");
+            CHECK_EQ_INT(fx_i(st, r, "before_us"), 100 * MS);
+            CHECK_EQ_INT(fx_i(st, r, "noise_us"), 10 * MS);
+            CHECK_STR(fx_s(st, r, "change"), cases[k].change);
+            r = fx_row(st, "name", "All steps");
+            CHECK_EQ_INT(fx_i(st, r, "before_us"), 300 * MS);
+            CHECK_EQ_INT(fx_i(st, r, "after_us"), after);
+            /* 10 % (the larger relative spread) of the larger total */
+            CHECK_EQ_INT(fx_i(st, r, "noise_us"), after / 10);
+            CHECK_STR(fx_s(st, r, "change"), cases[k].change);
+        }
+        tl_table_free(d);
+        tl_trace_free(&a);
+        tl_trace_free(&b);
+    }
+}
+
 TEST(model_compares_the_per_step_breakdown)
 {
     tl_trace a, b;
@@ -307,6 +347,7 @@ int main(void)
 {
     RUN(fusion_reads_faster_on_total_with_self_beside);
     RUN(changes_within_the_step_spread_are_noise);
+    RUN(all_steps_read_like_the_mean_step);
     RUN(model_compares_the_per_step_breakdown);
     RUN(gpu_and_cpu_traces_diff_in_either_order);
     RUN(a_gpu_annotation_is_not_added_to_its_cpu_range);
