@@ -557,21 +557,24 @@ static void check_exposed_comm(ctx *c)
     double p = pct(best.exposed, best.window.total);
     if (p < EXPOSED_PCT_MIN)
         return;
-    const tl_stream_stats *cs = NULL;
-    for (size_t i = 0; i < x->nstreams; i++)
-        if (x->streams[i].device == dev && x->streams[i].comm_time > 0 &&
-            (!cs || x->streams[i].comm_time > cs->comm_time))
-            cs = &x->streams[i];
     finding *f = add(c, best.exposed);
     if (!f)
         return;
-    char a[32], b[32], where[64];
+    char a[32], b[32], where[160];
     tm(a, sizeof a, best.exposed);
     tm(b, sizeof b, best.comm);
-    if (cs)
-        stream_name(c->t, cs, where, sizeof where);
-    else
-        snprintf(where, sizeof where, "%s %d", tl_accel_name(c->t), (int)dev);
+    /* the device's communication is the evidence: every stream it ran on is named */
+    size_t len = (size_t)snprintf(where, sizeof where, "%s %d", tl_accel_name(c->t), (int)dev);
+    int ncomm = 0;
+    for (size_t i = 0; i < x->nstreams; i++)
+        ncomm += x->streams[i].device == dev && x->streams[i].comm_time > 0;
+    for (size_t i = 0, k = 0; i < x->nstreams && len < sizeof where; i++)
+        if (x->streams[i].device == dev && x->streams[i].comm_time > 0)
+            len += (size_t)snprintf(where + len, sizeof where - len, "%s%lld",
+                                    k++         ? ", "
+                                    : ncomm > 1 ? " streams "
+                                                : " stream ",
+                                    (long long)c->t->tracks[x->streams[i].track].tid);
     snprintf(f->what, sizeof f->what, "Communication not overlapped on %s: %.0f%% %s", where, p,
              of_window(c));
     snprintf(f->evidence, sizeof f->evidence, "%s of %s communication had no compute beside it", a,

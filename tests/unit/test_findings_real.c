@@ -4,8 +4,9 @@
  *   - the time at stake is at most the profiled window;
  *   - a finding that names "GPU d stream s" names a stream of that device with device ops,
  *     and the one its evidence comes from: launch-bound and long gaps are recomputed here from
- *     that stream's ops alone (a plain walk, not insight_idle.c), exposed communication's stream
- *     runs collectives;
+ *     that stream's ops alone (a plain walk, not insight_idle.c); exposed communication names
+ *     "GPU d streams s1, s2": each runs collectives, and every stream of the device that ran
+ *     collectives in the window is named (its evidence is the device's communication);
  *   - launch-bound only where that stream's kernels are short (>= 50 and >= 30% under 10 us),
  *     the stream is no communication stream (collectives are at most half its kernel time), and
  *     the time at stake is its launch gaps: host or kernel waits under 1 ms before a kernel.
@@ -104,30 +105,60 @@ static void check_trace(const char *name)
         fprintf(stderr, "  %s: %s | %lld ns\n", name, what, (long long)stake);
         if (fx_cell(tab, r, "at_stake_us")->set)
             CHECK(stake >= 0 && stake <= w.total);
+        /* "GPU d stream s" or "GPU d streams s1, s2, ..." */
         const char *at = strstr(what, "GPU ");
-        int dev = -1;
-        long long sid = -1;
-        if (!at || sscanf(at, "GPU %d stream %lld", &dev, &sid) != 2)
+        int dev = -1, used = 0;
+        if (!at || sscanf(at, "GPU %d stream%n", &dev, &used) != 1 || !used)
             continue;
-        uint32_t track = UINT32_MAX;
-        for (uint32_t k = 0; k < t.ntracks; k++)
-            if (t.tracks[k].kind == TL_TRACK_STREAM && t.tracks[k].device == dev &&
-                t.tracks[k].tid == sid)
-                track = k;
-        CHECK(track != UINT32_MAX);
-        if (track == UINT32_MAX)
-            continue;
-        walk s = walk_stream(&t, track, &win);
-        CHECK(s.ops > 0);
-        if (!strncmp(what, "Launch-bound", 12)) {
-            CHECK(s.nshort >= 50 && 100 * s.nshort >= 30 * s.kernels);
-            CHECK(2 * s.comm <= s.ktime);
-            CHECK_EQ_INT(stake, s.launch_gaps);
-        } else if (strstr(what, "GPU gap")) {
-            CHECK(2 * s.comm <= s.ktime);
-            CHECK_EQ_INT(stake, s.long_gaps);
-        } else if (!strncmp(what, "Communication not overlapped", 28)) {
-            CHECK(s.comm > 0);
+        const char *p = at + used + (at[used] == 's');
+        long long sid[16];
+        int nsid = 0;
+        for (int got = 0; nsid < 16 && sscanf(p, " %lld%n", &sid[nsid], &got) == 1;) {
+            nsid++;
+            p += got;
+            if (*p != ',')
+                break;
+            p++;
+        }
+        CHECK(nsid >= 1);
+        int comm_finding = !strncmp(what, "Communication not overlapped", 28);
+        for (int k = 0; k < nsid; k++) {
+            uint32_t track = UINT32_MAX;
+            for (uint32_t j = 0; j < t.ntracks; j++)
+                if (t.tracks[j].kind == TL_TRACK_STREAM && t.tracks[j].device == dev &&
+                    t.tracks[j].tid == sid[k])
+                    track = j;
+            CHECK(track != UINT32_MAX);
+            if (track == UINT32_MAX)
+                continue;
+            walk s = walk_stream(&t, track, &win);
+            CHECK(s.ops > 0);
+            if (!strncmp(what, "Launch-bound", 12)) {
+                CHECK_EQ_INT(nsid, 1);
+                CHECK(s.nshort >= 50 && 100 * s.nshort >= 30 * s.kernels);
+                CHECK(2 * s.comm <= s.ktime);
+                CHECK_EQ_INT(stake, s.launch_gaps);
+            } else if (strstr(what, "GPU gap")) {
+                CHECK_EQ_INT(nsid, 1);
+                CHECK(2 * s.comm <= s.ktime);
+                CHECK_EQ_INT(stake, s.long_gaps);
+            } else if (comm_finding) {
+                CHECK(s.comm > 0);
+            }
+        }
+        /* exposed communication is the device's: every stream of it that ran collectives in
+         * the window is named (hta_sampled: 84 and 203, not 84 alone) */
+        for (uint32_t j = 0; comm_finding && j < t.ntracks; j++) {
+            if (t.tracks[j].kind != TL_TRACK_STREAM || t.tracks[j].device != dev ||
+                walk_stream(&t, j, &win).comm == 0)
+                continue;
+            int named = 0;
+            for (int k = 0; k < nsid; k++)
+                named |= sid[k] == t.tracks[j].tid;
+            if (!named)
+                fprintf(stderr, "  stream %lld ran collectives, not named\n",
+                        (long long)t.tracks[j].tid);
+            CHECK(named);
         }
     }
     tl_table_free(tab);

@@ -197,20 +197,29 @@ TEST(dominating_operator_stake_is_wall_time)
     tl_trace_free(&t);
 }
 
-/* Exposed communication and a long gap: the NCCL layout of test_view_distributed. */
+/* The NCCL layout of test_view_distributed: a 30 ms step, compute [6, 14) on stream 7, an
+ * all-reduce [10, 20) on stream 9 and a broadcast [25, 26) on stream 9, or with apart on a
+ * second NCCL stream 11. */
+static void build_comm(tl_trace *t, int apart)
+{
+    tl_trace_init(t);
+    uint32_t th = tl_trace_track(t, TL_TRACK_THREAD, 1, 1, -1);
+    uint32_t s7 = tl_trace_track(t, TL_TRACK_STREAM, 1, 7, 0);
+    uint32_t s9 = tl_trace_track(t, TL_TRACK_STREAM, 1, 9, 0);
+    uint32_t sb = apart ? tl_trace_track(t, TL_TRACK_STREAM, 1, 11, 0) : s9;
+    fx_ev(t, th, TL_CAT_STEP, "ProfilerStep#1", 0, 30 * MS);
+    fx_launch(t, th, s7, "volta_sgemm_128x64_nn", 5 * MS, 6 * MS, 8 * MS, 1);
+    fx_launch(t, th, s9, "ncclKernel_AllReduce_RING_LL_Sum_float", 9500 * US, 10 * MS, 10 * MS, 2);
+    fx_ev(t, th, TL_CAT_USER, "optimizer.zero_grad", 20 * MS, 3 * MS);
+    fx_launch(t, th, sb, "ncclKernel_Broadcast", 22 * MS, 25 * MS, 1 * MS, 3);
+    CHECK_EQ_INT(tl_trace_finish(t), 0);
+}
+
+/* Exposed communication and a long gap. */
 TEST(exposed_communication_and_long_gap)
 {
     tl_trace t;
-    tl_trace_init(&t);
-    uint32_t th = tl_trace_track(&t, TL_TRACK_THREAD, 1, 1, -1);
-    uint32_t s7 = tl_trace_track(&t, TL_TRACK_STREAM, 1, 7, 0);
-    uint32_t s9 = tl_trace_track(&t, TL_TRACK_STREAM, 1, 9, 0);
-    fx_ev(&t, th, TL_CAT_STEP, "ProfilerStep#1", 0, 30 * MS);
-    fx_launch(&t, th, s7, "volta_sgemm_128x64_nn", 5 * MS, 6 * MS, 8 * MS, 1);
-    fx_launch(&t, th, s9, "ncclKernel_AllReduce_RING_LL_Sum_float", 9500 * US, 10 * MS, 10 * MS, 2);
-    fx_ev(&t, th, TL_CAT_USER, "optimizer.zero_grad", 20 * MS, 3 * MS);
-    fx_launch(&t, th, s9, "ncclKernel_Broadcast", 22 * MS, 25 * MS, 1 * MS, 3);
-    CHECK_EQ_INT(tl_trace_finish(&t), 0);
+    build_comm(&t, 0);
     tl_error err = {{0}};
     tl_table *tab = tl_view_findings(&t, NULL, &err);
     CHECK(tab != NULL);
@@ -227,6 +236,27 @@ TEST(exposed_communication_and_long_gap)
      * range: only one launched kernels). */
     CHECK(finding_row(tab, "1 GPU gap") < 0);
     CHECK_EQ_INT(tab->nrows, 2);
+    if (test_failures)
+        dump(tab);
+    tl_table_free(tab);
+    tl_trace_free(&t);
+}
+
+/* The same with the broadcast on a second NCCL stream: the 7 ms exposed are the device's
+ * communication on both, and both are named (not the busier one alone). */
+TEST(exposed_communication_names_every_stream_it_ran_on)
+{
+    tl_trace t;
+    build_comm(&t, 1);
+    tl_error err = {{0}};
+    tl_table *tab = tl_view_findings(&t, NULL, &err);
+    CHECK(tab != NULL);
+    if (!tab)
+        return;
+    int r = finding_row(
+        tab, "Communication not overlapped on GPU 0 streams 9, 11: 23% of the step time");
+    CHECK(r >= 0);
+    CHECK_EQ_INT(fx_i(tab, r, "at_stake_us"), 7 * MS);
     if (test_failures)
         dump(tab);
     tl_table_free(tab);
@@ -267,6 +297,7 @@ int main(void)
     RUN(cpu_only_range_dominating);
     RUN(dominating_operator_stake_is_wall_time);
     RUN(exposed_communication_and_long_gap);
+    RUN(exposed_communication_names_every_stream_it_ran_on);
     RUN(long_gap_on_the_compute_stream);
     return test_summary();
 }
