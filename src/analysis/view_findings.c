@@ -401,15 +401,21 @@ static void check_long_gaps(ctx *c)
              "'tally gaps' lists every gap with the host ranges running during it");
 }
 
-/* One operator dominating: GPU time of the kernels it launched when the trace has them, else
- * self CPU time of operators (or of user ranges when there are no operators). */
+/* One operator dominating: GPU time of the computation kernels it launched when the trace has
+ * them (collectives aside: their time is the communication finding's, and an operator such as
+ * record_param_comms "dominating" by them would get advice for computation), else self CPU
+ * time of operators (or of user ranges when there are no operators). */
 static void check_dominant(ctx *c)
 {
     const tl_trace *t = c->t;
     uint32_t ns = t->strings.count ? t->strings.count : 1;
     int64_t *acc = calloc(ns, sizeof *acc);
-    if (!acc)
+    uint8_t *comm = calloc(ns, 1); /* per kernel name: 0 not yet known, 1 collective, 2 not */
+    if (!acc || !comm) {
+        free(acc);
+        free(comm);
         return;
+    }
     int64_t total = 0;
     const char *what = NULL;
     int gpu = 0, cpu_cat = -1;
@@ -425,15 +431,21 @@ static void check_dominant(ctx *c)
         const tl_event *e = &t->ev[i];
         if (e->cat != TL_CAT_KERNEL || e->link == TL_NONE)
             continue;
-        int32_t j = tl_launch_owner(t, i, TL_CATBIT(TL_CAT_OPERATOR));
-        if (j == TL_NONE)
-            j = tl_launch_owner(t, i, ranges);
+        if (e->name < ns && !comm[e->name])
+            comm[e->name] = tl_is_comm_kernel_name(tl_str(&t->strings, e->name)) ? 1 : 2;
+        int32_t j = TL_NONE; /* a collective is no one's here */
+        if (e->name >= ns || comm[e->name] != 1) {
+            j = tl_launch_owner(t, i, TL_CATBIT(TL_CAT_OPERATOR));
+            if (j == TL_NONE)
+                j = tl_launch_owner(t, i, ranges);
+        }
         if (nowner == capowner) {
             capowner = capowner ? capowner * 2 : 1024;
             int32_t *no = realloc(owner, capowner * sizeof *no);
             if (!no) {
                 free(owner);
                 free(acc);
+                free(comm);
                 return;
             }
             owner = no;
@@ -445,8 +457,9 @@ static void check_dominant(ctx *c)
         total = tl_add_sat(total, e->dur);
         gpu = 1;
     }
+    free(comm);
     if (gpu) {
-        what = "of GPU kernel time";
+        what = "of GPU computation kernel time";
     } else if (c->has_device) {
         free(acc); /* kernels, but none launched from a named place */
         free(owner);
@@ -522,7 +535,7 @@ static void check_dominant(ctx *c)
     tm(a, sizeof a, top);
     tm(b, sizeof b, total);
     if (gpu)
-        snprintf(f->what, sizeof f->what, "%s takes %.0f%% of %s kernel time",
+        snprintf(f->what, sizeof f->what, "%s takes %.0f%% of %s computation kernel time",
                  tl_str(&t->strings, best), p, tl_accel_name(t));
     else
         snprintf(f->what, sizeof f->what, "%s takes %.0f%% %s", tl_str(&t->strings, best), p, what);

@@ -263,6 +263,40 @@ TEST(exposed_communication_names_every_stream_it_ran_on)
     tl_trace_free(&t);
 }
 
+/* record_param_comms launches a 20 ms all-reduce (on stream 9), aten::mm an 8 ms and aten::add
+ * a 2 ms kernel (stream 7), in a 40 ms step: the dominating operator is aten::mm, 80 % of the
+ * computation; the wrapper of the collective is not named for its NCCL time (67 % of all
+ * kernel time), which is the communication finding's. */
+TEST(a_collective_does_not_make_its_operator_dominate)
+{
+    tl_trace t;
+    tl_trace_init(&t);
+    uint32_t th = tl_trace_track(&t, TL_TRACK_THREAD, 1, 1, -1);
+    uint32_t s7 = tl_trace_track(&t, TL_TRACK_STREAM, 1, 7, 0);
+    uint32_t s9 = tl_trace_track(&t, TL_TRACK_STREAM, 1, 9, 0);
+    fx_ev(&t, th, TL_CAT_STEP, "ProfilerStep#1", 0, 40 * MS);
+    fx_ev(&t, th, TL_CAT_OPERATOR, "aten::mm", 1 * MS, 1 * MS);
+    fx_launch(&t, th, s7, "volta_sgemm_128x64_nn", 1100 * US, 2 * MS, 8 * MS, 1);
+    fx_ev(&t, th, TL_CAT_OPERATOR, "aten::add", 3 * MS, 1 * MS);
+    fx_launch(&t, th, s7, "vectorized_elementwise_kernel", 3100 * US, 10 * MS, 2 * MS, 2);
+    fx_ev(&t, th, TL_CAT_OPERATOR, "record_param_comms", 5 * MS, 1 * MS);
+    fx_launch(&t, th, s9, "ncclKernel_AllReduce_RING_LL_Sum_float", 5100 * US, 12 * MS, 20 * MS, 3);
+    CHECK_EQ_INT(tl_trace_finish(&t), 0);
+    tl_error err = {{0}};
+    tl_table *tab = tl_view_findings(&t, NULL, &err);
+    CHECK(tab != NULL);
+    if (!tab)
+        return;
+    int r = finding_row(tab, "aten::mm takes 80% of GPU computation kernel time");
+    CHECK(r >= 0);
+    CHECK_EQ_INT(fx_i(tab, r, "at_stake_us"), 8 * MS);
+    CHECK(finding_row(tab, "record_param_comms") < 0);
+    if (test_failures)
+        dump(tab);
+    tl_table_free(tab);
+    tl_trace_free(&t);
+}
+
 /* The same layout with the 5 ms wait on the compute stream instead: a long gap there is a
  * finding, named by its device and stream. */
 TEST(long_gap_on_the_compute_stream)
@@ -298,6 +332,7 @@ int main(void)
     RUN(dominating_operator_stake_is_wall_time);
     RUN(exposed_communication_and_long_gap);
     RUN(exposed_communication_names_every_stream_it_ran_on);
+    RUN(a_collective_does_not_make_its_operator_dominate);
     RUN(long_gap_on_the_compute_stream);
     return test_summary();
 }
