@@ -53,7 +53,16 @@ struct run_state {
     int no_gpu, no_nvtx, quiet;
     char **argv;   /* the program and its arguments */
     int is_static; /* the program is statically linked: no injection */
-    time_t started;
+    /* The .tally files of the output folder before the program started: one found again
+     * unchanged is not the program's (a trace copied there a second before, an earlier run's) */
+    struct tally_before {
+        dev_t dev;
+        ino_t ino;
+        off_t size;
+        struct timespec mtim, ctim;
+    } * before;
+    size_t nbefore;
+    int snapshot; /* collect_outputs only notes what is there */
 };
 #define CLI_STATE struct run_state
 
@@ -362,7 +371,26 @@ static int finish_trace(const struct run_state *st, const char *path)
 }
 
 /* The .tally files in dir (and its rank<N>/ folders) newer than the start. Returns how many. */
-static int collect_outputs(const struct run_state *st, const char *dir, int depth, int *failed)
+static int same_time(struct timespec a, struct timespec b)
+{
+    return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
+}
+
+/* Whether sb is a file of st->before, unchanged since. */
+static int there_before(const struct run_state *st, const struct stat *sb)
+{
+    for (size_t i = 0; i < st->nbefore; i++) {
+        const struct tally_before *b = &st->before[i];
+        if (b->dev == sb->st_dev && b->ino == sb->st_ino && b->size == sb->st_size &&
+            same_time(b->mtim, sb->st_mtim) && same_time(b->ctim, sb->st_ctim))
+            return 1;
+    }
+    return 0;
+}
+
+/* The .tally files under dir (and its rank* folders): with st->snapshot, noted in st->before;
+ * else each one the program wrote (new, or changed since the snapshot) finished: how many. */
+static int collect_outputs(struct run_state *st, const char *dir, int depth, int *failed)
 {
     DIR *d = opendir(dir);
     if (!d)
@@ -382,7 +410,18 @@ static int collect_outputs(const struct run_state *st, const char *dir, int dept
                 found += collect_outputs(st, path, 1, failed);
             continue;
         }
-        if (sb.st_mtime < st->started || !ends_with(de->d_name, ".tally"))
+        if (!ends_with(de->d_name, ".tally"))
+            continue;
+        if (st->snapshot) {
+            struct tally_before *nb = realloc(st->before, (st->nbefore + 1) * sizeof *nb);
+            if (nb) {
+                st->before = nb;
+                st->before[st->nbefore++] =
+                    (struct tally_before){sb.st_dev, sb.st_ino, sb.st_size, sb.st_mtim, sb.st_ctim};
+            }
+            continue;
+        }
+        if (there_before(st, &sb))
             continue;
         found++;
         if (finish_trace(st, path) != 0)
@@ -503,14 +542,21 @@ static int run(struct run_state *st)
         fprintf(stderr, "tally run: no CUDA driver (libcuda.so.1) on this machine; recording "
                         "NVTX and host activity only\n");
 
-    st->started = time(NULL) - 1; /* mtime has 1 s resolution on some file systems */
+    int failed = 0;
+    st->snapshot = 1;
+    collect_outputs(st, outabs, 0, &failed);
+    st->snapshot = 0;
     int status = 0;
     int rc = spawn_and_wait(st, libabs, &status);
-    if (rc != 0)
+    if (rc != 0) {
+        free(st->before);
         return rc;
+    }
     rc = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
-    int failed = 0;
     int n = collect_outputs(st, outabs, 0, &failed);
+    free(st->before);
+    st->before = NULL;
+    st->nbefore = 0;
     if (failed && rc == 0)
         rc = 1;
     if (n == 0 && !st->quiet && !st->is_static)

@@ -48,4 +48,18 @@ if ! grep -q 'libcuda\.so\.1' <<<"$(ldconfig -p 2>/dev/null)"; then
     grep -q "no CUDA driver" "$W/err2" || { echo "no driver message missing"; cat "$W/err2"; exit 1; }
     [ "$(grep -c "no CUDA driver" "$W/err2")" = 1 ]
 fi
+# The traces run reports are the program's: a .tally already in the folder (copied there a
+# moment before, an earlier run's) is left alone; one the program writes is reported.
+mkdir -p "$W/src" "$W/old"
+TALLY_OUTPUT_DIR="$W/src" TALLY_WRITE=tally "$BUILD/tests/prog_ranks" 2>/dev/null
+made=$(ls "$W/src"/*.tally | head -1)
+cp "$made" "$W/old/old.tally"
+"$TALLY" run -o "$W/old" -- true 2> "$W/err8" || { echo "run of true failed"; cat "$W/err8"; exit 1; }
+grep -q "no trace was written" "$W/err8" || { echo "an old trace taken for the program's"; cat "$W/err8"; exit 1; }
+! grep -q "old" "$W/err8" || { echo "old.tally reported"; cat "$W/err8"; exit 1; }
+[ ! -e "$W/old/old.pt.trace.json.gz" ] || { echo "old.tally converted"; exit 1; }
+"$TALLY" run -o "$W/old" -q -- cp "$made" "$W/old/new.tally" 2> "$W/err9" ||
+    { echo "run of cp failed"; cat "$W/err9"; exit 1; }
+[ -e "$W/old/new.pt.trace.json.gz" ] || { echo "the program's trace not converted"; cat "$W/err9"; exit 1; }
+[ ! -e "$W/old/old.pt.trace.json.gz" ] || { echo "old.tally converted with the new one"; exit 1; }
 echo "run_exit: ok"
