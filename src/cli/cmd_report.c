@@ -38,7 +38,7 @@ static const cli_option options[] = {
                "sort rows by a column key or title (total_us, self, calls, ...)"),
     CLI_OPTION("asc", 0, CLI_FLAG, ro.vo.ascending, NULL, "sort ascending (default: descending)"),
     CLI_OPTION("top", 0, CLI_COUNT, ro.vo.top, "N",
-               "keep the first N rows of sortable views (0 = all)"),
+               "keep the first N rows of sortable views (0 = all), the first N findings"),
     CLI_OPTION("thread-sep", 0, CLI_FLAG, ro.vo.thread_sep, NULL,
                "one group of rows per thread (ranges view)"),
     CLI_OPTION("expand", 0, CLI_FLAG, ro.vo.expand, NULL,

@@ -395,11 +395,10 @@ static tl_view_opts view_opts(const tl_view_def *d, const tl_report_opts *o)
     tl_view_opts vo = o->vo;
     vo.series = o->fmt != TL_FMT_TEXT; /* memory: the whole timeline in csv and json */
     vo.brief |= o->summary;
-    vo.made_rows = 1; /* tables go only to tl_out */
-    if (!d->sortable) {
+    vo.made_rows = 1;   /* tables go only to tl_out */
+    if (!d->sortable) { /* --top still caps the findings (the others have no rows to cut) */
         vo.sort = NULL;
         vo.ascending = 0;
-        vo.top = 0;
     } else if (o->summary && vo.top == 0) {
         vo.top = 10;
     }
@@ -935,16 +934,24 @@ int tl_report_write(FILE *f, const tl_trace *t, const tl_report_opts *o, tl_erro
             ahead_written(&a, k - 1);
     }
     if (sort_given && !sort_accepted) {
-        if (!sortable_selected)
+        if (!sortable_selected) {
+            char names[256];
+            size_t n = 0;
+            names[0] = 0;
+            for (int i = 0; i < tl_nview_defs && n < sizeof names; i++)
+                if (tl_view_defs[i].sortable)
+                    n += (size_t)snprintf(names + n, sizeof names - n, "%s%s", n ? ", " : "",
+                                          tl_view_defs[i].name);
             tl_error_setc(err, TL_ERR_USAGE,
-                          "--sort '%s': none of the selected views is sortable (sortable: ranges "
-                          "and the operator, kernel and gaps views)",
-                          o->vo.sort);
-        else
+                          "--sort '%s': none of the selected views is sortable (sortable: %s)",
+                          o->vo.sort, names);
+        } else {
             tl_error_setc(err, TL_ERR_USAGE,
-                          "unknown sort key '%s' for the selected views (%s takes its column "
-                          "keys or titles, e.g. total_us, self_us, calls)",
+                          "unknown sort key '%s': no selected view has that column (a column's "
+                          "key or title; 'tally report FILE --views %s --format csv' shows the "
+                          "keys)",
                           o->vo.sort, first_sortable);
+        }
         rc = -1;
         goto out;
     }

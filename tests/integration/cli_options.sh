@@ -83,6 +83,14 @@ done
 "$TALLY" gaps "$trace" --threshold-us=5.0 --format=json >"$W/g2.json"
 cmp -s "$W/g1.json" "$W/g2.json" || fail "gaps --threshold-us=5.0 differs from 5"
 
+# --top N caps the findings too (findings.md): the CUDA trace has three, --top 1 keeps the first
+gpu_trace="$SRC/tests/data/torch_cuda_mlp.trace.json.gz"
+"$TALLY" report "$gpu_trace" --views findings --format csv >"$W/f_all.csv"
+"$TALLY" report "$gpu_trace" --views findings --top 1 --format csv >"$W/f_1.csv"
+[ "$(grep -c . "$W/f_all.csv")" -ge 3 ] || fail "findings: fewer than two rows without --top"
+[ "$(grep -c . "$W/f_1.csv")" = 2 ] || fail "findings --top 1: not one row: $(cat "$W/f_1.csv")"
+[ "$(sed -n 2p "$W/f_1.csv")" = "$(sed -n 2p "$W/f_all.csv")" ] || fail "findings --top 1: not the first"
+
 # --- bad values: one line, status 2 -----------------------------------------------------------
 expect_usage "$TALLY" report "$trace" --top x
 expect_usage "$TALLY" ops "$trace" --top -1
@@ -95,6 +103,10 @@ expect_usage "$TALLY" gaps "$trace" --threshold-us 0
 expect_usage "$TALLY" gaps "$trace" --kernel-wait-us=abc
 expect_usage "$TALLY" report "$trace" --asc=yes
 expect_usage "$TALLY" report "$trace" --sort
+# a sort key no selected view takes: the sortable views named, memcpy and ops among them
+expect_usage -m "sortable: operator, kernel, memcpy, ranges, memory, ops, gaps" \
+  "$TALLY" report "$trace" --views overview --sort self
+expect_usage -m "no selected view has that column" "$TALLY" report "$trace" --views ranges --sort bogus
 expect_usage -m "given twice" "$TALLY" report "$trace" "$trace"
 expect_usage "$TALLY" diff "$trace"
 expect_usage "$TALLY" export - </dev/null
