@@ -196,6 +196,35 @@ oom:
     return -1;
 }
 
+static void *phases_make(const tl_trace *t)
+{
+    tl_phases *ph = malloc(sizeof *ph);
+    tl_steps st;
+    if (!ph || tl_steps_load(t, &st) != 0) {
+        free(ph);
+        return NULL;
+    }
+    int rc = tl_phases_find(t, &st, ph);
+    tl_steps_free(&st);
+    if (rc != 0) {
+        free(ph);
+        return NULL;
+    }
+    return ph;
+}
+
+static void phases_drop(void *p)
+{
+    if (p)
+        tl_phases_free(p);
+    free(p);
+}
+
+const tl_phases *tl_phases_of(const tl_trace *t)
+{
+    return tl_trace_memo(t, TL_MEMO_PHASES, phases_make, phases_drop);
+}
+
 typedef struct phase_stat {
     int64_t calls, total, max, min;
     int64_t gpu_total, gpu_max, gpu_min;
@@ -291,7 +320,7 @@ tl_table *tl_view_model(const tl_trace *t, const tl_view_opts *o, tl_error *err)
 {
     (void)o;
     tl_table *tab = NULL;
-    tl_phases ph = {0};
+    const tl_phases *php = NULL;
     int64_t *icpu = NULL, *igpu = NULL; /* per phase range: CPU time in the steps, kernel time */
     step *st = NULL;
     int nst = 0;
@@ -303,8 +332,9 @@ tl_table *tl_view_model(const tl_trace *t, const tl_view_opts *o, tl_error *err)
     int pseudo = steps.pseudo;
     nst = steps.n;
     st = calloc(nst ? (size_t)nst : 1, sizeof *st);
-    if (!st || tl_phases_find(t, &steps, &ph) != 0)
+    if (!st || !(php = tl_phases_of(t)))
         goto oom;
+    const tl_phases ph = *php; /* the trace's: not freed here */
     for (int k = 0; k < nst; k++) {
         st[k].s = steps.v[k].s;
         st[k].e = steps.v[k].e;
@@ -478,7 +508,6 @@ tl_table *tl_view_model(const tl_trace *t, const tl_view_opts *o, tl_error *err)
     for (int k = 0; k < nst; k++)
         tl_ivset_free(&st[k].cover);
     free(st);
-    tl_phases_free(&ph);
     free(icpu);
     free(igpu);
     tl_steps_free(&steps);
@@ -488,7 +517,6 @@ oom:
         for (int k = 0; k < nst; k++)
             tl_ivset_free(&st[k].cover);
     free(st);
-    tl_phases_free(&ph);
     free(icpu);
     free(igpu);
     tl_steps_free(&steps);

@@ -7,6 +7,8 @@
  * their ratios need not add up to 100%. The phases — Dataloader, Forward, Backward,
  * Optimization — and "Other" (step time covered by none of them) do add up to the step time
  * when the phases do not overlap each other, which is how a training loop is normally laid out.
+ * The phases are the Model view's (tl_phases_of: the outermost phase ranges, and on PyTorch's
+ * traces the ranges it derives Forward and Backward from), so the two views' Other agree.
  *
  * Host times are clipped to the profiled window (the union of the steps of steps.h, or the
  * whole trace without steps): work outside the steps is outside what the ratios are taken against.
@@ -74,6 +76,23 @@ static int64_t clipped_length(const tl_ivset *s, const tl_ivset *win, int clip)
     return n;
 }
 
+/* Whether a host interval [s, end) counts: with steps (clip), when it reaches into one (win
+ * normalized: the first step that ends after s starts before end). */
+static int reaches_window(const tl_ivset *win, int clip, int64_t s, int64_t end)
+{
+    if (!clip)
+        return 1;
+    size_t lo = 0, hi = win->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (win->v[mid].e <= s)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < win->n && win->v[lo].s < end;
+}
+
 static void add_row(tl_table *tab, const char *name, int indent, int64_t calls, int64_t time,
                     int64_t whole)
 {
@@ -119,7 +138,8 @@ tl_table *tl_view_overview(const tl_trace *t, const tl_view_opts *o, tl_error *e
 
     uint8_t *comm_name = calloc(t->strings.count ? t->strings.count : 1, 1); /* 0 ?, 1 no, 2 yes */
     tl_table *tab = tl_table_new("Overview", "overview", host_cols, OV_NCOLS);
-    if (!comm_name || !tab)
+    const tl_phases *ph = tl_phases_of(t); /* the Model view's, shared: not freed here */
+    if (!comm_name || !tab || !ph)
         goto oom;
 
     for (size_t i = 0; i < t->nev; i++) {
@@ -149,22 +169,20 @@ tl_table *tl_view_overview(const tl_trace *t, const tl_view_opts *o, tl_error *e
             }
             continue;
         }
-        if (!host_timed(c) || e->dur <= 0 || c == TL_CAT_STEP)
+        if (!host_timed(c) || e->dur <= 0 || c == TL_CAT_STEP || tl_phase_index(c) >= 0 ||
+            !reaches_window(&win, clip, s, end))
             continue;
-        if (clip && (end <= win.v[0].s || s >= win.v[win.n - 1].e))
-            continue;
-        if (clip && !tl_ivset_has(&win, s)) {
-            /* Starts in a hole between steps: counted when it reaches into a step. */
-            tl_ivset one = {0}, tmp = {0};
-            tl_ivset_add(&one, s, end);
-            tl_ivset_intersect(&one, &win, &tmp);
-            int inside = tmp.n > 0;
-            tl_ivset_free(&one);
-            tl_ivset_free(&tmp);
-            if (!inside)
-                continue;
-        }
         tl_ivset_extend(&host[c].iv, s, end);
+        host[c].calls++;
+    }
+    /* The phases are the Model view's (tl_phases_find): their outermost ranges, and on
+     * PyTorch's traces the Forward and Backward it derives from PyTorch's own ranges */
+    for (size_t q = 0; q < ph->n; q++) {
+        const tl_event *e = &t->ev[ph->v[q].ev];
+        tl_cat c = tl_phase_cats[ph->v[q].phase];
+        if (!reaches_window(&win, clip, e->ts, e->ts + e->dur))
+            continue;
+        tl_ivset_extend(&host[c].iv, e->ts, e->ts + e->dur);
         host[c].calls++;
     }
 

@@ -85,6 +85,10 @@ typedef struct tl_phases {
 struct tl_steps;
 int tl_phases_find(const tl_trace *t, const struct tl_steps *steps, tl_phases *out);
 void tl_phases_free(tl_phases *ph);
+/* The same in the steps of steps.h, found once for the views that read them (the Model view and
+ * the Overview) and kept with the trace (tl_trace_memo, TL_MEMO_PHASES; a report releases it
+ * after its last reader): not freed by the caller. NULL when out of memory. */
+const tl_phases *tl_phases_of(const tl_trace *t);
 
 /* ---- views reserved for other helpers (each in its own file) ----------------------------- */
 

@@ -41,8 +41,8 @@
 const tl_view_def tl_view_defs[] = {
     /* name          function              needs             sort  summary  cost  memos                 scratch  mem  own  own_cats  dev  name  keep  cats      help */
     {"device",       tl_view_device,       TL_NEEDS_DEVICE,  0,    1,       31,   0,                    4,       0,   32,  DEVICE,   0,   0,    0,    0,        "per device and stream: busy time (kernels, copies), utilization"},
-    {"overview",     tl_view_overview,     0,                0,    1,       58,   0,                    1,       0,   24,  HOST,     16,  0,    0,    0,        "time per event type (interval union), ratio to the step time"},
-    {"model",        tl_view_model,        0,                0,    1,       41,   0,                    7,       0,   0,   0,        0,   0,    0,    0,        "per step: Dataloader, Forward, Backward, Optimization, Other"},
+    {"overview",     tl_view_overview,     0,                0,    1,       58,   1 << TL_MEMO_PHASES,  1,       0,   24,  HOST,     16,  0,    0,    0,        "time per event type (interval union), ratio to the step time"},
+    {"model",        tl_view_model,        0,                0,    1,       41,   1 << TL_MEMO_PHASES,  3,       0,   0,   0,        0,   0,    0,    0,        "per step: Dataloader, Forward, Backward, Optimization, Other"},
     {"perf",         tl_view_perf,         0,                0,    1,       9,    0,                    0,       0,   0,   0,        0,   0,    0,    0,        "step time, reader cost, throughput: avg/max/min"},
     {"breakdown",    tl_view_breakdown,    0,                0,    0,       93,   0,                    10,      0,   30,  RANGES,   48,  0,    0,    0,        "per step: Kernel, Memcpy, Memset, Runtime, DataLoader, CPU Exec, Other (TensorBoard)"},
     {"gpu",          tl_view_gpu,          TL_NEEDS_DEVICE,  0,    0,       28,   0,                    0,       0,   50,  DEVICE,   0,   0,    0,    0,        "per device over all streams: computation, communication, memcpy, exposed, idle"},
@@ -470,6 +470,10 @@ int tl_peak_reset(void)
 /* What the memory replay (tl_mem_of, shared by the memory and findings views) keeps, bytes a
  * memory record (the 1 GB trace of bench_json: 24.7 MB for 430,513 records). */
 #define MEMORY_REPLAY_KEPT 60
+/* What the phase ranges (tl_phases_of, shared by the model view and the overview) keep, bytes an
+ * event: the outermost range of each (4), and the ranges themselves (8 each, fewer than an
+ * event in 8 on PyTorch's traces). */
+#define PHASES_KEPT 5
 
 /* The loaded trace's own arrays, bytes: its events, memory records, tracks and strings. */
 static size_t model_bytes(const tl_trace *t)
@@ -736,6 +740,7 @@ static void ahead_start(ahead *a, const tl_trace *t, const tl_report_opts *o, in
     for (int k = 0; k < n; k++)
         a->need[k] = estimate(&tl_view_defs[a->idx[k]], t, ncat, names, &a->keep[k]);
     a->memo_need[TL_MEMO_MEMORY] = MEMORY_REPLAY_KEPT * t->nmem;
+    a->memo_need[TL_MEMO_PHASES] = PHASES_KEPT * t->nev;
     for (int k = 0; k < n; k++) { /* by cost, stable */
         int j = k;
         while (j > 0 && tl_view_defs[a->idx[a->order[j - 1]]].cost < tl_view_defs[a->idx[k]].cost) {

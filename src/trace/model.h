@@ -126,7 +126,7 @@ enum {
 #define TL_NONE (-1) /* "no event" in index fields */
 
 /* What tl_trace_memo keeps per trace. */
-enum { TL_MEMO_MEMORY, TL_MEMO_COUNT };
+enum { TL_MEMO_MEMORY, TL_MEMO_PHASES, TL_MEMO_COUNT };
 
 typedef struct tl_event {
     int64_t ts;     /* start, ns */

@@ -1,6 +1,7 @@
 /*
  * test_view_overview.c — Overview numbers on hand-made traces: unions per type, ratios to the
- * step time, phases + Other = step time, and the GPU part.
+ * step time, phases + Other = step time, and the GPU part; on a PyTorch trace, the Model view's
+ * phases.
  */
 #include "analysis/analysis.h"
 #include "testlib.h"
@@ -146,6 +147,41 @@ TEST(overview_empty_trace)
     tl_trace_free(&t);
 }
 
+/* A PyTorch trace marks no phase: the Overview's phases are the ones the Model view derives
+ * from PyTorch's own ranges (module ranges Forward, autograd's evaluate_function Backward,
+ * Optimizer.step# Optimization), and its Other is the Model view's (before, the Overview had
+ * no Forward or Backward on such a trace and its Other was 2.6x the Model view's). */
+TEST(overview_phases_are_the_model_views_on_a_pytorch_trace)
+{
+    tl_trace t;
+    tl_trace_init(&t);
+    tl_error err = {{0}};
+    CHECK_EQ_INT(tl_load(&t, TALLY_SOURCE_DIR "/tests/data/torch_cuda_mlp.trace.json.gz", 0, &err),
+                 0);
+    tl_table *ov = tl_view_overview(&t, NULL, &err), *md = tl_view_model(&t, NULL, &err);
+    CHECK(ov != NULL && md != NULL);
+    if (ov && md) {
+        const char *parts[] = {"Forward", "Backward", "Optimization", "Other"};
+        for (int i = 0; i < 4; i++) {
+            int ro = fx_row(ov, 0, parts[i]), rm = fx_row(md, 0, parts[i]);
+            CHECK(ro >= 0 && rm >= 0);
+            if (ro < 0 || rm < 0)
+                continue;
+            /* one thread, phases that do not overlap: the union is the sum */
+            CHECK_EQ_INT(fx_time(ov, parts[i], "cpu_time_us"),
+                         fx_time(md, parts[i], "cpu_total_us"));
+            CHECK(fx_time(ov, parts[i], "cpu_time_us") > 0);
+            if (i < 3)
+                CHECK_EQ_INT(fx_cell(ov, ro, "calls")->i, fx_cell(md, rm, "calls")->i);
+        }
+        CHECK_NEAR(fx_cell(ov, fx_row(ov, 0, "Other"), "ratio_pct")->d,
+                   fx_cell(md, fx_row(md, 0, "Other"), "cpu_ratio_pct")->d, 1e-9);
+    }
+    tl_table_free(ov);
+    tl_table_free(md);
+    tl_trace_free(&t);
+}
+
 int main(void)
 {
     RUN(overview_unions_and_ratios);
@@ -153,5 +189,6 @@ int main(void)
     RUN(overview_without_steps);
     RUN(overview_zero_length_step_is_no_step);
     RUN(overview_empty_trace);
+    RUN(overview_phases_are_the_model_views_on_a_pytorch_trace);
     return test_summary();
 }
