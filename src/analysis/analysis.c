@@ -451,8 +451,7 @@ int tl_gpu_scope_linked(const tl_gpu_scope *s, const tl_event *e)
     return !s->linked_only || e->link != TL_NONE;
 }
 
-/* Index of the first window interval that ends after x. */
-static size_t window_from(const tl_ivset *w, int64_t x)
+size_t tl_ivset_from(const tl_ivset *w, int64_t x)
 {
     size_t lo = 0, hi = w->n;
     while (lo < hi) {
@@ -467,8 +466,14 @@ static size_t window_from(const tl_ivset *w, int64_t x)
 
 int tl_ivset_has(const tl_ivset *w, int64_t x)
 {
-    size_t k = window_from(w, x);
+    size_t k = tl_ivset_from(w, x);
     return k < w->n && w->v[k].s <= x;
+}
+
+int tl_ivset_meets(const tl_ivset *w, int64_t s, int64_t e)
+{
+    size_t k = tl_ivset_from(w, s);
+    return k < w->n && w->v[k].s < e;
 }
 
 int tl_gpu_scope_counts(const tl_trace *t, const tl_gpu_scope *s, const tl_event *e)
@@ -488,7 +493,7 @@ int64_t tl_gpu_scope_len(const tl_gpu_scope *s, int64_t a, int64_t b)
     if (s->all)
         return b - a;
     int64_t n = 0;
-    for (size_t k = window_from(&s->window, a); k < s->window.n && s->window.v[k].s < b; k++) {
+    for (size_t k = tl_ivset_from(&s->window, a); k < s->window.n && s->window.v[k].s < b; k++) {
         int64_t x = s->window.v[k].s > a ? s->window.v[k].s : a;
         int64_t y = s->window.v[k].e < b ? s->window.v[k].e : b;
         if (y > x)

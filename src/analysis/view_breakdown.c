@@ -211,16 +211,8 @@ static int step_holding(const bstep *st, int n, int64_t s, int64_t e)
 /* Length of set within [s, e) (set normalized). */
 static int64_t within(const tl_ivset *set, int64_t s, int64_t e)
 {
-    size_t lo = 0, hi = set->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (set->v[mid].e <= s)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
     int64_t n = 0;
-    for (size_t k = lo; k < set->n && set->v[k].s < e; k++) {
+    for (size_t k = tl_ivset_from(set, s); k < set->n && set->v[k].s < e; k++) {
         int64_t a = set->v[k].s > s ? set->v[k].s : s;
         int64_t b = set->v[k].e < e ? set->v[k].e : e;
         if (b > a)

@@ -76,21 +76,10 @@ static int64_t clipped_length(const tl_ivset *s, const tl_ivset *win, int clip)
     return n;
 }
 
-/* Whether a host interval [s, end) counts: with steps (clip), when it reaches into one (win
- * normalized: the first step that ends after s starts before end). */
+/* Whether a host interval [s, end) counts: with steps (clip), when it reaches into one. */
 static int reaches_window(const tl_ivset *win, int clip, int64_t s, int64_t end)
 {
-    if (!clip)
-        return 1;
-    size_t lo = 0, hi = win->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (win->v[mid].e <= s)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < win->n && win->v[lo].s < end;
+    return !clip || tl_ivset_meets(win, s, end);
 }
 
 static void add_row(tl_table *tab, const char *name, int indent, int64_t calls, int64_t time,
