@@ -68,7 +68,8 @@ static int walk(pathvec *p, const char *dir, int depth, tl_error *err)
         if (de->d_name[0] == '.')
             continue;
         char *full = NULL;
-        if (asprintf(&full, "%s/%s", dir, de->d_name) < 0) {
+        size_t dl = strlen(dir); /* "traces/" names its files "traces/x", as "traces" does */
+        if (asprintf(&full, "%s%s%s", dir, dl && dir[dl - 1] == '/' ? "" : "/", de->d_name) < 0) {
             rc = -1;
             tl_error_setc(err, TL_ERR_NOMEM, "out of memory");
             break;

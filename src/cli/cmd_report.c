@@ -51,8 +51,8 @@ static const cli_option options[] = {
                "GPU views: only device work whose launching runtime call is in the file"),
     CLI_OPTION("jobs", 'j', CLI_COUNT, threads, "N",
                "threads: parse a trace and compute its views with N threads (the views at\n"
-               "once keep to a memory budget); read a folder's ranks N at a time (default:\n"
-               "TALLY_THREADS, else the cores)"),
+               "once keep to a memory budget); read a folder's ranks N at a time (default\n"
+               "and 0: TALLY_THREADS, else the cores)"),
     CLI_OPTION("html", 0, CLI_STRING, html, "OUT",
                "write the report as one self-contained HTML page to OUT: charts of the step\n"
                "time, timeline, operators, GPU idle, memory; sortable tables (docs/html.md)"),

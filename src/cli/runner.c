@@ -229,6 +229,13 @@ int cli_main(const cli_command *c, int argc, char **argv, cli_job *job)
     /* usage errors first: say so before reading a big file */
     if (job->check && job->check(state, &err) != 0)
         return cli_fail(verb, &err);
+    if (job->files[0] && job->files[1] && !strcmp(job->files[0], "-") &&
+        !strcmp(job->files[1], "-")) {
+        tl_error_setc(
+            &err, TL_ERR_USAGE,
+            "'-' (standard input) given twice: it is read once; give one trace as a file");
+        return cli_fail(verb, &err);
+    }
     if (job->takeover && (status = job->takeover(state)) != CLI_CONTINUE)
         return status;
     tl_trace t[2];

@@ -332,9 +332,10 @@ static void header_line(tl_out *out, const tl_trace *t)
     tl_trace_span(t, &t0, &t1);
     char span[64];
     tl_fmt_time(span, sizeof span, t1 - t0, TL_UNIT_AUTO);
-    tl_out_text(out, "Trace: %s (%s): %zu events, %u threads, %u streams, span %s",
-                t->path ? t->path : "(memory)", source_word(t->source, 0), t->nev, threads, streams,
-                span);
+    tl_out_text(out, "Trace: %s (%s): %zu event%s, %u thread%s, %u stream%s, span %s",
+                t->path ? t->path : "(memory)", source_word(t->source, 0), t->nev,
+                t->nev == 1 ? "" : "s", threads, threads == 1 ? "" : "s", streams,
+                streams == 1 ? "" : "s", span);
 }
 
 /* The output of a report, begun at its first table: the header and the warnings go first. */

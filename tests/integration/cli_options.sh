@@ -108,6 +108,10 @@ expect_usage -m "sortable: operator, kernel, memcpy, ranges, memory, ops, gaps" 
   "$TALLY" report "$trace" --views overview --sort self
 expect_usage -m "no selected view has that column" "$TALLY" report "$trace" --views ranges --sort bogus
 expect_usage -m "given twice" "$TALLY" report "$trace" "$trace"
+expect_usage -m "standard input) given twice: it is read once" "$TALLY" diff - -
+# the header counts in words: "1 thread", not "1 threads"
+"$TALLY" report "$trace" --views perf | head -1 | grep -q ", 1 thread, 0 streams, span" ||
+  fail "header: $("$TALLY" report "$trace" --views perf | head -1)"
 expect_usage "$TALLY" diff "$trace"
 expect_usage "$TALLY" export - </dev/null
 expect_usage "$TALLY" run --write bogus -- true

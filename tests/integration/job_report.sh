@@ -34,6 +34,9 @@ for j in 1 3; do
   cmp -s "$work/job.json" "$work/job$j.json" || fail "-j $j gives other numbers"
 done
 "$TALLY" report "$work/job" >"$work/job.txt" || fail "text report failed"
+# "job/" names its files as "job" does (not "job//rank0/...")
+"$TALLY" report "$work/job/" --format json -o "$work/job_slash.json" || fail "report of job/ failed"
+cmp -s "$work/job.json" "$work/job_slash.json" || fail "job/ and job give other reports"
 
 python3 - "$work/job.json" <<'PY'
 import json, sys
