@@ -564,6 +564,34 @@ tl_table *tl_view_memory(const tl_trace *t, const tl_view_opts *o, tl_error *err
         tl_error_setc(err, TL_ERR_NOMEM, "memory: out of memory");
         return NULL;
     }
+    if (o && o->device_set && t->nmem) { /* a device the records are of: empty tables would
+                                            read as "nothing allocated there" */
+        int there = 0;
+        char have[256] = "";
+        size_t len = 0;
+        for (size_t i = 0; i < m->ndev; i++) {
+            there |= m->dev[i].device == o->device;
+            if (len < sizeof have) {
+                if (m->dev[i].device < 0)
+                    len +=
+                        (size_t)snprintf(have + len, sizeof have - len, "%shost", len ? ", " : "");
+                else
+                    len +=
+                        (size_t)snprintf(have + len, sizeof have - len, "%s%s %d", len ? ", " : "",
+                                         tl_accel_name(t), (int)m->dev[i].device);
+            }
+        }
+        if (!there) {
+            if (o->device < 0)
+                tl_error_setc(err, TL_ERR_USAGE, "%s: no memory records of host memory; of: %s",
+                              t->path ? t->path : "the trace", have);
+            else
+                tl_error_setc(err, TL_ERR_USAGE, "%s: no memory records of %s %d; of: %s",
+                              t->path ? t->path : "the trace", tl_accel_name(t), (int)o->device,
+                              have);
+            return NULL;
+        }
+    }
     tl_table *head = device_table(t, m, o), *tail = head;
     if (!head)
         goto oom;

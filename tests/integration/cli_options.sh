@@ -109,6 +109,11 @@ expect_usage -m "sortable: operator, kernel, memcpy, ranges, memory, ops, gaps" 
 expect_usage -m "no selected view has that column" "$TALLY" report "$trace" --views ranges --sort bogus
 expect_usage -m "given twice" "$TALLY" report "$trace" "$trace"
 expect_usage -m "standard input) given twice: it is read once" "$TALLY" diff - -
+# a device the memory records are not of: one line naming the ones they are of
+expect_usage -m "no memory records of GPU 1; of: GPU 0" \
+  "$TALLY" memory "$SRC/tests/data/torch_cuda_mlp.trace.json.gz" --device gpu1
+"$TALLY" memory "$SRC/tests/data/torch_cuda_mlp.trace.json.gz" --device gpu0 >/dev/null ||
+  fail "memory --device gpu0 failed"
 # the header counts in words: "1 thread", not "1 threads"
 "$TALLY" report "$trace" --views perf | head -1 | grep -q ", 1 thread, 0 streams, span" ||
   fail "header: $("$TALLY" report "$trace" --views perf | head -1)"
