@@ -330,7 +330,15 @@ tl_table *tl_view_gaps_ex(const tl_trace *t, const tl_view_opts *o, int64_t kern
         unsorted = all.delays[i] < all.delays[i - 1];
     if (unsorted)
         tl_sort_i64(all.delays, all.ndelays);
-    launch_row(launch, "all", &all);
+    char scope[64];
+    const tl_track *one = &t->tracks[x.streams[0].track];
+    if (x.nstreams == 1 && o && (o->stream_set || o->device_set)) /* the one asked for */
+        snprintf(scope, sizeof scope, "dev %d stream %lld", (int)one->device, (long long)one->tid);
+    else if (o && o->device_set)
+        snprintf(scope, sizeof scope, "dev %d", (int)o->device);
+    else
+        snprintf(scope, sizeof scope, "all");
+    launch_row(launch, scope, &all);
     free(all.delays);
     if (x.nstreams > 1) {
         for (size_t i = 0; i < x.nstreams; i++) {
@@ -338,7 +346,6 @@ tl_table *tl_view_gaps_ex(const tl_trace *t, const tl_view_opts *o, int64_t kern
             if (!s->kernels)
                 continue;
             const tl_track *tr = &t->tracks[s->track];
-            char scope[64];
             snprintf(scope, sizeof scope, "dev %d stream %lld", (int)tr->device,
                      (long long)tr->tid);
             launch_row(launch, scope, s);

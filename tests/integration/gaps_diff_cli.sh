@@ -78,7 +78,10 @@ for asked in "--stream 8" "--device 1" "--device 1 --stream 7"; do
     { cat "$work/err.txt" >&2; fail "gaps $asked: not one line naming the trace's streams"; }
   [ ! -s "$work/out.txt" ] || fail "gaps $asked: printed tables"
 done
-"$TALLY" gaps "$work/a.json" --device 0 --stream 7 >/dev/null 2>&1 || fail "gaps of the stream there is failed"
+"$TALLY" gaps "$work/a.json" --device 0 --stream 7 --format csv >"$work/one.csv" 2>&1 ||
+  fail "gaps of the stream there is failed"
+# the launch statistics of the stream asked for are named by it, not "all"
+grep -q "^kernel_launches,.*,dev 0 stream 7,4,4," "$work/one.csv" || { cat "$work/one.csv" >&2; fail "launch row of --stream 7"; }
 "$TALLY" diff "$work/a.json" >/dev/null 2>&1; [ $? -eq 2 ] || fail "diff with one file: not 2"
 "$TALLY" diff "$work/a.json" "$work/b.json" --views bogus >/dev/null 2>&1; [ $? -eq 2 ] || fail "diff bad view: not 2"
 set -e
