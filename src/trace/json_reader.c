@@ -2313,6 +2313,9 @@ static int run(jr *r)
         r->scratch_n = 0;
         switch (r->state) {
         case TOP_BEGIN: {
+            /* a UTF-8 byte order mark (Windows editors and PowerShell write one) */
+            if (r->consumed + r->pos == 0 && r->len >= 3 && !memcmp(r->buf, "\xEF\xBB\xBF", 3))
+                r->pos = 3;
             char c = peek(r, "'{' or '['");
             r->pos++;
             if (c == '{') {

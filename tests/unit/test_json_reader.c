@@ -176,6 +176,32 @@ TEST(object_and_bare_array_forms_give_same_events)
     tl_trace_free(&b);
 }
 
+/* A UTF-8 byte order mark before the document (Windows editors, PowerShell's Out-File) is
+ * skipped, in both forms; one anywhere else, or a broken one, is an error. */
+TEST(a_byte_order_mark_is_skipped)
+{
+    const char *docs[] = {"\xEF\xBB\xBF{\"traceEvents\": [{\"name\": \"main\", \"ph\": \"X\", "
+                          "\"pid\": 1, \"tid\": 1, \"ts\": 0, \"dur\": 100}]}",
+                          "\xEF\xBB\xBF[{\"name\": \"main\", \"ph\": \"X\", \"pid\": 1, "
+                          "\"tid\": 1, \"ts\": 0, \"dur\": 100}]"};
+    for (int k = 0; k < 2; k++) {
+        tl_trace t;
+        tl_error err;
+        CHECK_EQ_INT(read_json(&t, docs[k], &err), 0);
+        CHECK_EQ_INT(t.nev, 1);
+        CHECK(find(&t, "main") >= 0);
+        tl_trace_free(&t);
+    }
+    const char *bad[] = {"\xEF\xBB[]", " \xEF\xBB\xBF[]", "[\xEF\xBB\xBF]"};
+    for (int k = 0; k < 3; k++) {
+        tl_trace t;
+        tl_error err;
+        CHECK(read_json(&t, bad[k], &err) != 0);
+        CHECK(err.msg[0] != 0);
+        tl_trace_free(&t);
+    }
+}
+
 /* Unknown top-level members (of every JSON type, with brackets and quotes inside strings),
  * unknown event fields, unknown phases (async b/e, samples, objects), Kineto's "Trace" span and
  * non-object elements of traceEvents are skipped: only the two known events remain. */
@@ -1646,6 +1672,7 @@ int main(void)
 {
     RUN(one_pass_mapped_or_read_in_blocks_reads_alike);
     RUN(object_and_bare_array_forms_give_same_events);
+    RUN(a_byte_order_mark_is_skipped);
     RUN(unknown_keys_fields_and_types_are_skipped);
     RUN(string_escapes_are_decoded);
     RUN(kineto_categories_map_to_model);
