@@ -599,6 +599,7 @@ tl_table *tl_view_memory(const tl_trace *t, const tl_view_opts *o, tl_error *err
         tl_table_note(head, "No memory events in this trace: record them with "
                             "tally.profile(profile_memory=True), torch.profiler's "
                             "profile_memory=True, or tally_alloc/tally_free.");
+        tl_table_note_is_why_empty(head);
         return head;
     }
     int any_timeline = 0, any_leak = 0;

@@ -1258,9 +1258,11 @@ tl_table *tl_view_ops(const tl_trace *t, const tl_view_opts *o, tl_error *err)
                           "CUDA is its span on the GPU, idle time included, and the %% is of "
                           "the device work (kernels, copies, memsets), as in PyTorch's table.",
                           over, over == 1 ? "" : "s", over_name);
-        if (P.by_shape && nshapes == 0 && nrows)
+        if (P.by_shape && nshapes == 0 && nrows) {
             tl_table_note(tab, "This trace has no input shapes (recorded without "
                                "record_shapes=True?): one row per name, Input Shapes [].");
+            tl_table_note_is_why_empty(tab);
+        }
     }
     goto done;
 oom:

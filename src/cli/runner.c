@@ -182,7 +182,8 @@ static void warn(const char *line, void *arg)
         tl_out_text(w->out, "%s%s%s", w->file ? w->file : "", sep, line);
 }
 
-static void write_tables(FILE *f, const cli_job *job, const tl_trace *t, int n, tl_table *tab)
+static void write_tables(FILE *f, const char *verb, const cli_job *job, const tl_trace *t, int n,
+                         tl_table *tab)
 {
     tl_out o;
     tl_out_begin(&o, f, (tl_format)job->fmt, (tl_unit)job->unit);
@@ -216,6 +217,10 @@ static void write_tables(FILE *f, const cli_job *job, const tl_trace *t, int n, 
     for (const tl_table *x = tab; x; x = x->next)
         tl_out_table(&o, x);
     tl_out_end(&o);
+    /* csv has no notes: why a table holds nothing to read goes to stderr */
+    for (const tl_table *x = tab; x && job->fmt == TL_FMT_CSV; x = x->next)
+        if (x->why_empty > 0 && x->why_empty <= x->nnotes)
+            fprintf(stderr, "tally %s: %s\n", verb, x->notes[x->why_empty - 1]);
 }
 
 int cli_main(const cli_command *c, int argc, char **argv, cli_job *job)
@@ -264,7 +269,7 @@ int cli_main(const cli_command *c, int argc, char **argv, cli_job *job)
         if (job->render(out, t, state, &err) != 0)
             status = cli_fail(verb, &err);
     } else {
-        write_tables(out, job, t, n, tab);
+        write_tables(out, verb, job, t, n, tab);
     }
     status = cli_close_out(verb, out, job->out, status);
 done:

@@ -528,6 +528,12 @@ void tl_table_note(tl_table *t, const char *fmt, ...)
         t->notes[t->nnotes++] = s;
 }
 
+void tl_table_note_is_why_empty(tl_table *t)
+{
+    if (t && t->nnotes)
+        t->why_empty = t->nnotes;
+}
+
 /* ---- sorting ----------------------------------------------------------------------------- */
 
 /* Order of two set cells of column type ty, ascending. */

@@ -51,6 +51,9 @@ typedef struct tl_table {
     int nrows, cap_rows;
     char **notes; /* footer lines (text only; json: "notes" array) */
     int nnotes;
+    int why_empty; /* 1 + the index of the note that says why the table holds nothing to read
+                      ("no memory events", "no input shapes"); 0: none. csv has no notes: the
+                      command line says it on stderr */
     struct tl_table *next; /* a view may return several tables as a chain; tl_table_free frees
                               the whole chain, tl_out_table writes one table */
     struct tl_rows *rows;  /* a table of rows made when read (tl_table_new_rows), else NULL */
@@ -93,6 +96,8 @@ void tl_table_pct(tl_table *t, int row, int col, double pct);
 void tl_table_bytes(tl_table *t, int row, int col, int64_t bytes);
 void tl_table_float(tl_table *t, int row, int col, double v);
 void tl_table_note(tl_table *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The note just added is why the table holds nothing to read (tl_table.why_empty). */
+void tl_table_note_is_why_empty(tl_table *t);
 /* Stable sort of rows [from, nrows) by column col; desc != 0 for descending. Empty cells last. */
 void tl_table_sort(tl_table *t, int col, int desc, int from);
 /* Column index by key or by title (case-insensitive), -1 if none. */

@@ -83,6 +83,16 @@ done
 "$TALLY" gaps "$trace" --threshold-us=5.0 --format=json >"$W/g2.json"
 cmp -s "$W/g1.json" "$W/g2.json" || fail "gaps --threshold-us=5.0 differs from 5"
 
+# csv has no notes: why a table is empty goes to stderr, one line (text keeps it in the output)
+"$TALLY" memory "$trace" --format csv >"$W/m.csv" 2>"$W/m.err" || fail "memory csv failed"
+[ "$(wc -l <"$W/m.csv")" = 1 ] || fail "memory csv of a trace without memory: not a header only"
+[ "$(wc -l <"$W/m.err")" = 1 ] && grep -q "^tally memory: No memory events in this trace" "$W/m.err" ||
+  fail "memory csv: no line on stderr: $(cat "$W/m.err")"
+"$TALLY" ops "$trace" --group-by-shape --format csv >/dev/null 2>"$W/s.err"
+grep -q "^tally ops: This trace has no input shapes" "$W/s.err" || fail "ops --group-by-shape csv: $(cat "$W/s.err")"
+"$TALLY" memory "$trace" >/dev/null 2>"$W/t.err"
+[ ! -s "$W/t.err" ] || fail "memory text: something on stderr: $(cat "$W/t.err")"
+
 # --top N caps the findings too (findings.md): the CUDA trace has three, --top 1 keeps the first
 gpu_trace="$SRC/tests/data/torch_cuda_mlp.trace.json.gz"
 "$TALLY" report "$gpu_trace" --views findings --format csv >"$W/f_all.csv"
