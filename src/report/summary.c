@@ -287,6 +287,14 @@ char *tl_trace_meta_json(const tl_trace *t)
         fprintf(f, ", \"world_size\": %d", (int)t->world_size);
     else
         fputs(", \"world_size\": null", f);
+    const char *dist[2][2] = {{"backend", t->backend}, {"nccl_version", t->nccl_version}};
+    for (int k = 0; k < 2; k++) {
+        fprintf(f, ", \"%s\": ", dist[k][0]);
+        if (dist[k][1][0])
+            tl_json_str(f, dist[k][1]);
+        else
+            fputs("null", f);
+    }
     if (t->pid)
         fprintf(f, ", \"pid\": %lld", (long long)t->pid);
     else

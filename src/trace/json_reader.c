@@ -2193,6 +2193,13 @@ static void parse_dist_info(jr *r)
                 r->t->rank = (int32_t)v;
             else
                 r->t->world_size = (int32_t)v;
+        } else if ((EQ(k, "backend") || EQ(k, "nccl_version")) && c == '"') {
+            jstr v = unescape(r, lex_string(r));
+            char *to = EQ(k, "backend") ? r->t->backend : r->t->nccl_version;
+            size_t cap = EQ(k, "backend") ? sizeof r->t->backend : sizeof r->t->nccl_version;
+            size_t n = v.len < cap - 1 ? v.len : cap - 1;
+            memcpy(to, v.p, n);
+            to[n] = 0;
         } else {
             skip_value(r);
         }

@@ -278,7 +278,10 @@ typedef struct tl_trace {
     int64_t wall_offset; /* add to ts to get Unix-epoch ns; 0 = unknown */
     int32_t rank;        /* distributed rank, -1 = unknown */
     int32_t world_size;  /* 0 = unknown */
-    int64_t pid;         /* main process id, 0 = unknown */
+    /* The job's communication library as Kineto's distributedInfo names it ("nccl", "gloo")
+     * and NCCL's version ("2.18.1"); "" = unknown (longer values are cut) */
+    char backend[16], nccl_version[24];
+    int64_t pid; /* main process id, 0 = unknown */
     /* What the trace calls its accelerators, as the views name them ("GPU 0", "MTIA 9"): "GPU"
      * unless the trace says otherwise (Kineto's mtia_* categories: "MTIA"). Static text. */
     const char *accel;

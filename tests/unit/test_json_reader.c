@@ -932,7 +932,7 @@ TEST(device_properties_and_distributed_info)
         "\"computeMajor\": 7, \"computeMinor\": 0, \"smCount\": 80}\n"
         " ],\n"
         " \"distributedInfo\": {\"backend\": \"nccl\", \"rank\": 3, \"world_size\": 8, "
-        "\"pg_count\": 2},\n"
+        "\"pg_count\": 2, \"nccl_version\": \"2.17.1\"},\n"
         " \"traceEvents\": []}";
     tl_trace t;
     tl_error err;
@@ -955,13 +955,26 @@ TEST(device_properties_and_distributed_info)
     }
     CHECK_EQ_INT(t.rank, 3);
     CHECK_EQ_INT(t.world_size, 8);
+    CHECK_STR(t.backend, "nccl");
+    CHECK_STR(t.nccl_version, "2.17.1");
     tl_trace_free(&t);
 
     /* without distributedInfo the rank stays unknown */
     CHECK_EQ_INT(read_json(&t, "{\"traceEvents\": []}", &err), 0);
     CHECK_EQ_INT(t.rank, -1);
     CHECK_EQ_INT(t.world_size, 0);
+    CHECK_STR(t.backend, "");
     CHECK_EQ_INT(t.ndevices, 0);
+    tl_trace_free(&t);
+
+    /* a backend longer than the field is cut, not overrun */
+    CHECK_EQ_INT(read_json(&t,
+                           "{\"distributedInfo\": {\"backend\": \"a-backend-name-of-forty-"
+                           "characters-long!!\"}, \"traceEvents\": []}",
+                           &err),
+                 0);
+    CHECK_EQ_INT(strlen(t.backend), sizeof t.backend - 1);
+    CHECK(!strncmp(t.backend, "a-backend-name-", sizeof t.backend - 1));
     tl_trace_free(&t);
 }
 
