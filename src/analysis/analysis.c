@@ -470,12 +470,6 @@ int tl_ivset_has(const tl_ivset *w, int64_t x)
     return k < w->n && w->v[k].s <= x;
 }
 
-int tl_ivset_meets(const tl_ivset *w, int64_t s, int64_t e)
-{
-    size_t k = tl_ivset_from(w, s);
-    return k < w->n && w->v[k].s < e;
-}
-
 int tl_gpu_scope_counts(const tl_trace *t, const tl_gpu_scope *s, const tl_event *e)
 {
     if (!tl_gpu_scope_linked(s, e))

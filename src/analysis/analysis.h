@@ -46,8 +46,6 @@ void tl_ivset_free(tl_ivset *set);
 int tl_ivset_has(const tl_ivset *set, int64_t x);
 /* Index of the first interval of set (normalized) that ends after x; set->n when none. */
 size_t tl_ivset_from(const tl_ivset *set, int64_t x);
-/* Whether [s, e) (s < e) meets set (normalized). */
-int tl_ivset_meets(const tl_ivset *set, int64_t s, int64_t e);
 
 /* ---- threads inside a view ------------------------------------------------------------------ */
 

@@ -76,10 +76,17 @@ static int64_t clipped_length(const tl_ivset *s, const tl_ivset *win, int clip)
     return n;
 }
 
-/* Whether a host interval [s, end) counts: with steps (clip), when it reaches into one. */
-static int reaches_window(const tl_ivset *win, int clip, int64_t s, int64_t end)
+/* Whether a host interval [s, end) counts: with steps (clip), when it reaches into one. *hint:
+ * the step the last one fell in (a track's events come in time order: most fall in it too). */
+static int reaches_window(const tl_ivset *win, int clip, int64_t s, int64_t end, size_t *hint)
 {
-    return !clip || tl_ivset_meets(win, s, end);
+    if (!clip)
+        return 1;
+    size_t k = *hint;
+    if (k < win->n && win->v[k].s <= s && s < win->v[k].e)
+        return 1;
+    *hint = k = tl_ivset_from(win, s);
+    return k < win->n && win->v[k].s < end;
 }
 
 static void add_row(tl_table *tab, const char *name, int indent, int64_t calls, int64_t time,
@@ -131,6 +138,7 @@ tl_table *tl_view_overview(const tl_trace *t, const tl_view_opts *o, tl_error *e
     if (!comm_name || !tab || !ph)
         goto oom;
 
+    size_t hint = 0; /* reaches_window's */
     for (size_t i = 0; i < t->nev; i++) {
         const tl_event *e = &t->ev[i];
         tl_cat c = (tl_cat)e->cat;
@@ -159,7 +167,7 @@ tl_table *tl_view_overview(const tl_trace *t, const tl_view_opts *o, tl_error *e
             continue;
         }
         if (!host_timed(c) || e->dur <= 0 || c == TL_CAT_STEP || tl_phase_index(c) >= 0 ||
-            !reaches_window(&win, clip, s, end))
+            !reaches_window(&win, clip, s, end, &hint))
             continue;
         tl_ivset_extend(&host[c].iv, s, end);
         host[c].calls++;
@@ -169,7 +177,7 @@ tl_table *tl_view_overview(const tl_trace *t, const tl_view_opts *o, tl_error *e
     for (size_t q = 0; q < ph->n; q++) {
         const tl_event *e = &t->ev[ph->v[q].ev];
         tl_cat c = tl_phase_cats[ph->v[q].phase];
-        if (!reaches_window(&win, clip, e->ts, e->ts + e->dur))
+        if (!reaches_window(&win, clip, e->ts, e->ts + e->dur, &hint))
             continue;
         tl_ivset_extend(&host[c].iv, e->ts, e->ts + e->dur);
         host[c].calls++;
