@@ -849,7 +849,7 @@ static int add_events(tl_sqlite *db, const tl_trace *t, int64_t rank, const uint
             r_int(&r, 3, e->track);
             r_int(&r, 4, name);
             r_int(&r, 5, e->ts);
-            r_double(&r, 6, (double)e->value / 1e3);
+            r_double(&r, 6, tl_counter_value(e));
             bind_args(&r, 7, t, e);
             rc = row_done(db, S_COUNTER, err);
             continue;

@@ -126,6 +126,23 @@ static void jw_double(jw *w, double d)
         jw_lit(w, tmp, (size_t)n);
 }
 
+/* A number that reads back as the same double: the fewest digits (15 to 17) that do; non-finite
+ * values, which JSON has no number for, as 0. */
+static void jw_double_exact(jw *w, double d)
+{
+    char tmp[40];
+    int n = 0;
+    for (int prec = 15; prec <= 17; prec++) {
+        n = snprintf(tmp, sizeof tmp, "%.*g", prec, d);
+        if (strtod(tmp, NULL) == d)
+            break;
+    }
+    if (n <= 0 || n >= (int)sizeof tmp || strchr(tmp, 'n') || strchr(tmp, 'i'))
+        LIT(w, "0");
+    else
+        jw_lit(w, tmp, (size_t)n);
+}
+
 /* A JSON string with quotes. Control characters are escaped; bytes that are not valid UTF-8
  * become U+FFFD so that strict parsers accept the file. */
 static void jw_str(jw *w, const char *s, size_t len)
@@ -292,7 +309,7 @@ void tl_json_event(jw *w, const tl_track *tr, const tl_event *e, const char *nam
         LIT(w, ",\"args\":{");
         jw_str(w, name, name_len);
         LIT(w, ":");
-        jw_double(w, (double)e->value / 1000.0);
+        jw_double_exact(w, tl_counter_value(e));
         LIT(w, "}},\n");
         return;
     }

@@ -1925,8 +1925,7 @@ static void commit_event(jr *r, raw_event *ev)
                 scratch_put_js(r, ev->ckey[k]);
                 e->name = tl_intern(&t->strings, r->scratch + n0, r->scratch_n - n0);
             }
-            double v = ev->cval[k] * 1000.0;
-            e->value = tl_d_to_i64(v < 0 ? v - 0.5 : v + 0.5);
+            tl_counter_set(e, ev->cval[k]);
         }
         return;
     }

@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 /* What an event is. The views key on this, never on names. */
 typedef enum tl_cat {
@@ -132,8 +133,9 @@ typedef struct tl_event {
     int64_t ts;     /* start, ns */
     int64_t dur;    /* duration, ns (0 for instants) */
     int64_t corr;   /* correlation id linking runtime call <-> device work; 0 = none */
-    int64_t value;  /* bytes for copies/memsets/memory events, the counter value * 1e3 for
-                       counters (milli-units), the step number for TL_CAT_STEP; else 0 */
+    int64_t value;  /* bytes for copies/memsets/memory events, the counter's value for counters
+                       (a double's bits: tl_counter_value; a learning rate of 3e-4 is kept as
+                       read), the step number for TL_CAT_STEP; else 0 */
     uint32_t name;  /* string id */
     uint32_t args;  /* string id of an argument string (input shapes, ...); 0 = none */
     uint32_t track; /* index into trace->tracks */
@@ -150,6 +152,18 @@ typedef struct tl_event {
                        sits in what was padding: an event is 64 bytes either way */
 } tl_event;
 _Static_assert(sizeof(tl_event) == 64, "an event is 64 bytes: keep_raw costs the reports nothing");
+
+/* A counter event's value (TL_CAT_COUNTER), as read: a double kept in the value's 8 bytes. */
+static inline double tl_counter_value(const tl_event *e)
+{
+    double d;
+    memcpy(&d, &e->value, sizeof d);
+    return d;
+}
+static inline void tl_counter_set(tl_event *e, double v)
+{
+    memcpy(&e->value, &v, sizeof v);
+}
 
 /* ---- raw text -------------------------------------------------------------------------------
  * What a reader read, kept as JSON text for a lossless export (`tally export`): each element of

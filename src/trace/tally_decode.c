@@ -761,7 +761,7 @@ decode_run(tl_tally_dec *d, tl_tally_walk *w, tl_tally_part *pt, const tl_tally_
                 if (type == TALLY__R_COUNTER && have_value) {
                     double v;
                     memcpy(&v, &pend_value, 8);
-                    ev.e.value = tl_d_to_i64(v * 1000.0);
+                    tl_counter_set(&ev.e, v);
                 }
             }
             int64_t ref = emit(d, w, pt, s, &ev, have_def, def_key);

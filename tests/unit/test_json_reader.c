@@ -819,8 +819,8 @@ TEST(instants)
 }
 
 /* A counter with two numeric args is two events "mem allocated" and "mem reserved" with the
- * values in milli-units (1.5 -> 1500); a single arg named like the counter keeps the name;
- * string and boolean args are not values. */
+ * values as read (1.5); a single arg named like the counter keeps the name; string and boolean
+ * args are not values. A value of any size keeps every digit (3e-4 was 0 in milli-units). */
 TEST(counters_one_event_per_key)
 {
     const char *json =
@@ -834,14 +834,20 @@ TEST(counters_one_event_per_key)
     CHECK_EQ_INT(t.nev, 3);
     const tl_event *a = ev(&t, "mem allocated"), *r = ev(&t, "mem reserved"), *l = ev(&t, "loss");
     CHECK_EQ_INT(a->cat, TL_CAT_COUNTER);
-    CHECK_EQ_INT(a->value, 1500);
+    CHECK(tl_counter_value(a) == 1.5);
     CHECK_EQ_INT(a->ts, 14000);
     CHECK(a->flags & TL_EV_INSTANT);
     CHECK_EQ_INT(r->cat, TL_CAT_COUNTER);
-    CHECK_EQ_INT(r->value, 2000);
+    CHECK(tl_counter_value(r) == 2.0);
     CHECK_EQ_INT(l->cat, TL_CAT_COUNTER);
-    CHECK_EQ_INT(l->value, -250);
+    CHECK(tl_counter_value(l) == -0.25);
     CHECK_EQ_INT(track_of(&t, a)->pid, 7);
+    tl_trace_free(&t);
+    const char *tiny = "[{\"name\": \"lr\", \"ph\": \"C\", \"ts\": 1, \"args\": {\"lr\": 3e-4}},"
+                       " {\"name\": \"x\", \"ph\": \"C\", \"ts\": 2, \"args\": {\"x\": 1e300}}]";
+    CHECK_EQ_INT(read_json(&t, tiny, &err), 0);
+    CHECK(tl_counter_value(ev(&t, "lr")) == 3e-4);
+    CHECK(tl_counter_value(ev(&t, "x")) == 1e300);
     tl_trace_free(&t);
 }
 
@@ -856,8 +862,8 @@ TEST(counter_with_args_before_ph)
     tl_error err;
     CHECK_EQ_INT(read_json(&t, json, &err), 0);
     CHECK_EQ_INT(t.nev, 2);
-    CHECK_EQ_INT(ev(&t, "mem allocated")->value, 1500);
-    CHECK_EQ_INT(ev(&t, "mem reserved")->value, 2000);
+    CHECK(tl_counter_value(ev(&t, "mem allocated")) == 1.5);
+    CHECK(tl_counter_value(ev(&t, "mem reserved")) == 2.0);
     tl_trace_free(&t);
 }
 

@@ -29,7 +29,7 @@ static void build(tl_trace *t, int64_t kernel_ns)
     fx_span(t, host, TL_CAT_RUNTIME, "cudaLaunchKernel", 150, 10)->corr = 9;
     fx_span(t, stream, TL_CAT_KERNEL, "k", 200, kernel_ns)->corr = 9;
     tl_event *c = fx_span(t, host, TL_CAT_COUNTER, "tokens", 500, 0);
-    c->value = 2500; /* 2.5 */
+    tl_counter_set(c, 2.5);
     c->flags = TL_EV_INSTANT;
     tl_memev *m = tl_trace_add_mem(t);
     m->ts = 120;

@@ -283,7 +283,8 @@ TEST(hand_built_file_exact)
     CHECK((e = find(&t, "outer")) && e->ts == 1000 && e->dur == 4000 && e->cat == TL_CAT_FORWARD);
     CHECK((e = find(&t, "inner")) && e->ts == 2000 && e->dur == 1000 && e->cat == TL_CAT_OPERATOR &&
           e->depth == 2 && !strcmp(tl_str(&t.strings, e->args), "a=1"));
-    CHECK((e = find(&t, "loss")) && e->cat == TL_CAT_COUNTER && e->value == 1500 && e->ts == 4000);
+    CHECK((e = find(&t, "loss")) && e->cat == TL_CAT_COUNTER && tl_counter_value(e) == 1.5 &&
+          e->ts == 4000);
     CHECK((e = find(&t, "async")) && e->ts == 6000 && e->dur == 2000 &&
           e->cat == TL_CAT_COMMUNICATION && (e->flags & TL_EV_ASYNC));
     CHECK((e = find(&t, "copied")) && e->ts == 3000 && e->dur == 4000 && e->cat == TL_CAT_BACKWARD);
@@ -549,7 +550,7 @@ TEST(cut_at_every_byte_of_the_last_chunk)
             } else if (!strcmp(n, "cudaLaunchKernel")) {
                 CHECK(e->ts == 131 && e->dur == 2 && e->cat == TL_CAT_RUNTIME);
             } else if (!strcmp(n, "c")) {
-                CHECK(e->ts == 150 && e->value == 2500 && e->cat == TL_CAT_COUNTER);
+                CHECK(e->ts == 150 && tl_counter_value(e) == 2.5 && e->cat == TL_CAT_COUNTER);
             } else if (!strcmp(n, "b")) {
                 CHECK(e->ts == 160 && unclosed && (e->flags & TL_EV_ASYNC));
                 CHECK_EQ_INT(e->dur, max_ns - 160);
