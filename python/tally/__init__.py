@@ -18,7 +18,17 @@ gradients, optimizer state) for `tally memory`. `python3 -m tally ARGS` is the `
 docs/python.md has the whole API.
 """
 
+import os as _os
+import sys as _sys
+
 from ._tally import CATEGORIES, TallyError, __version__, counter, mark, pop, push, range
+from ._tally import set_cli_python as _set_cli_python
+
+# A finished window's Chrome JSON (TALLY_WRITE=json.gz) is written by a `tally export` process:
+# this package's own command line (python3 -m tally) when no TALLY_BIN names a tally binary, so
+# that a pip-installed package, which has none, writes it too.
+if _sys.executable:
+    _set_cli_python(_sys.executable, _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__))))
 from ._profile import Schedule, Trace, Window, load, profile, schedule
 from . import memory
 

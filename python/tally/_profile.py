@@ -374,7 +374,7 @@ class profile:
                              "by tally run or from C): one session at a time")
         shim = self._torch_shim()
         settings = self.schedule._settings() if self.schedule is not None else {}
-        if not self.timer_only:
+        if not self.timer_only and not os.environ.get("TALLY_OUTPUT_DIR"):  # else tally's
             os.makedirs(self.output_dir, exist_ok=True)
         _tally.start(output_dir=self.output_dir, name=self._file_name(),
                      timer_only=self.timer_only, on_trace_ready=self._ready,

@@ -48,6 +48,7 @@
 
 #include "capi.h"
 #include "collect/collect.h"
+#include "record/internal.h"
 #include "record/recorder.h"
 #include "report/summary.h"
 #include "report/table.h"
@@ -1122,6 +1123,20 @@ static PyObject *py_cli(PyObject *mod, PyObject *arg)
     return res;
 }
 
+static PyObject *py_set_cli_python(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *py = NULL, *pkg = NULL;
+    if (!PyArg_ParseTuple(args, "O&O&", PyUnicode_FSConverter, &py, PyUnicode_FSConverter, &pkg)) {
+        Py_XDECREF(py);
+        return NULL;
+    }
+    tally__set_cli_python(PyBytes_AS_STRING(py), PyBytes_AS_STRING(pkg));
+    Py_DECREF(py);
+    Py_DECREF(pkg);
+    Py_RETURN_NONE;
+}
+
 /* gpu() -> 0 or a negative tally error: start CUPTI (CUDA kernels, copies, memsets and the
  * runtime calls that launched them, linked by correlation id) in the running session. Without a
  * driver or CUPTI, one line on stderr says why, and the session goes on. */
@@ -1268,6 +1283,10 @@ static PyMethodDef module_methods[] = {
     {"view_names", py_view_names, METH_NOARGS, "view_names() -> the report's views"},
     {"check_views", py_check_views, METH_O, "check_views(views): TallyError if one is unknown"},
     {"cli", py_cli, METH_O, "cli(argv) -> exit status of the tally command, run in-process"},
+    {"set_cli_python", py_set_cli_python, METH_VARARGS,
+     "set_cli_python(python, package_parent): the interpreter and the package's folder, with "
+     "which a finished window's conversion (TALLY_WRITE=json.gz) runs this package's command "
+     "line when TALLY_BIN names no tally binary"},
     {"label_memory", (PyCFunction)(void (*)(void))py_label_memory, METH_FASTCALL,
      "label_memory(ptr, bytes, device, category, name=None): say what the memory block at ptr "
      "holds until it is freed (tally_label_memory); device -1 is host memory, category a "

@@ -262,6 +262,38 @@ def test_output_dir_defaults_to_tally_out(tmp_path, monkeypatch):
     assert os.path.dirname(p.windows[0].path) == str(tmp_path / "tally-out")
 
 
+def test_json_gz_is_written_without_a_tally_binary(tmp_path):
+    """TALLY_WRITE=json.gz from the package writes the .pt.trace.json.gz with the package's own
+    command line (python3 -m tally) when no tally binary is on PATH or in TALLY_BIN: a
+    pip-installed package has none (before, it said "the tally command was not found")."""
+    import json, subprocess, sys, time
+    code = ("import tally\n"
+            "with tally.profile(torch=False, name='w') as p:\n"
+            "    for i in range(2):\n"
+            "        with tally.range('work'):\n"
+            "            pass\n"
+            "        p.step()\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TALLY_")}
+    env.update(PATH="/usr/bin:/bin", TALLY_OUTPUT_DIR=str(tmp_path), TALLY_WRITE="tally,json.gz",
+               PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(tally.__file__))))
+    r = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "not found" not in r.stderr, r.stderr
+    out = tmp_path / "w.pt.trace.json.gz"
+    for _ in range(200):  # the export runs in the background
+        if out.exists() and out.stat().st_size > 0:
+            break
+        time.sleep(0.05)
+    time.sleep(0.2)
+    import gzip
+    with gzip.open(out, "rt") as f:
+        names = {e.get("name") for e in json.load(f)["traceEvents"]}
+    assert "work" in names
+    # TALLY_OUTPUT_DIR is where the files go: no empty tally-out/ beside them
+    assert not (tmp_path / "tally-out").exists()
+
+
 def test_torch_false_never_loads_the_shim(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", types.ModuleType("torch"))
     monkeypatch.delitem(sys.modules, "tally._torch", raising=False)

@@ -328,5 +328,10 @@ void tally__print_window_summary(FILE *f, const tally_window *w);
 int tally__self_path(char *out, size_t cap);
 /* The tally command line: $TALLY_BIN, beside this library, in ../bin, or on PATH. 0 or -1. */
 int tally__find_cli(char *out, size_t cap);
+/* Inside the Python package, whose extension module carries the command line (python3 -m
+ * tally): the interpreter and the folder the package is in, so that the default handler runs
+ * its conversions with them when no tally binary is set by TALLY_BIN (a pip-installed package
+ * has none). NULL: forget them. */
+void tally__set_cli_python(const char *python, const char *package_parent);
 
 #endif

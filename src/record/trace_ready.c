@@ -81,24 +81,52 @@ int tally__find_cli(char *out, size_t cap)
     return -1;
 }
 
+/* The Python package's interpreter and folder (tally__set_cli_python), "" when not set. Set at
+ * import, read when a window is written. */
+static char py_exe[PATH_MAX], py_pkg[PATH_MAX];
+
+void tally__set_cli_python(const char *python, const char *package_parent)
+{
+    int ok = python && package_parent && *python && strlen(python) < sizeof py_exe &&
+             strlen(package_parent) < sizeof py_pkg;
+    snprintf(py_exe, sizeof py_exe, "%s", ok ? python : "");
+    snprintf(py_pkg, sizeof py_pkg, "%s", ok ? package_parent : "");
+}
+
+/* python3 -c PY_MAIN PACKAGE_PARENT ARGS...: the package's own command line (__main__.py), found
+ * where the package is whatever the child's sys.path */
+#define PY_MAIN                                                                                    \
+    "import sys, runpy; sys.path.insert(0, sys.argv.pop(1)); "                                     \
+    "runpy.run_module('tally', run_name='__main__')"
+
 /* Start `tally export --background PATH -o OUT`: the export forks away at once, so the child we
- * wait for here exits within milliseconds and no zombie is left behind. */
+ * wait for here exits within milliseconds and no zombie is left behind. The command is
+ * $TALLY_BIN, else, inside the Python package, the package's own (python3 -m tally), else the
+ * tally binary beside this library, in ../bin or on PATH. */
 static int spawn_export(const char *tally_path, const char *out)
 {
     char cli[PATH_MAX];
-    if (tally__find_cli(cli, sizeof cli) != 0) {
+    const char *tb = getenv("TALLY_BIN");
+    int python = !(tb && *tb) && py_exe[0];
+    if (!python && tally__find_cli(cli, sizeof cli) != 0) {
         fprintf(stderr,
                 "tally: the tally command was not found (set TALLY_BIN), so %s was not written; "
                 "run: tally export %s -o %s\n",
                 out, tally_path, out);
         return TALLY_ENOTSUP;
     }
+    if (python)
+        snprintf(cli, sizeof cli, "%s", py_exe);
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     /* never the program's stdin or stdout */
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-    char *argv[] = {cli, "export", "--background", (char *)tally_path, "-o", (char *)out, NULL};
+    char *bin_argv[] = {cli, "export", "--background", (char *)tally_path, "-o", (char *)out, NULL};
+    char *py_argv[] = {
+        cli,  "-c",        PY_MAIN, py_pkg, "export", "--background", (char *)tally_path,
+        "-o", (char *)out, NULL};
+    char **argv = python ? py_argv : bin_argv;
     pid_t pid;
     int rc = posix_spawn(&pid, cli, &fa, NULL, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
