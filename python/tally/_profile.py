@@ -163,6 +163,15 @@ def _as_schedule(value):
 # ---- results -----------------------------------------------------------------------------------
 
 
+def _check_sort_top(what, sort, top):
+    if sort is not None and not isinstance(sort, str):
+        raise TypeError(f"{what}(sort=...): a column key such as 'total_us' (a str) or None, "
+                        f"not {type(sort).__name__}")
+    if isinstance(top, bool) or not isinstance(top, int):
+        raise TypeError(f"{what}(top=...): the number of rows to keep (an int, 0 = all), not "
+                        f"{type(top).__name__}")
+
+
 class Trace:
     """A trace file of any format tally reads (.tally, PyTorch/Kineto, Paddle, Chrome JSON,
     .json.gz), loaded once; report() and table() compute views from it."""
@@ -184,6 +193,7 @@ class Trace:
         """The text report, as `tally report FILE --views VIEWS` prints it."""
         if not isinstance(views, str):
             views = ",".join(views)
+        _check_sort_top("report", sort, top)
         return self._t.report(views, sort, top)
 
     def table(self, view, sort=None, top=0):
@@ -193,6 +203,7 @@ class Trace:
         sort: a column key (or torch's sort_by name for "ops"); top: keep the first N rows."""
         if not isinstance(view, str):
             raise TypeError(f"table(view): view must be a str, not {type(view).__name__}")
+        _check_sort_top("table", sort, top)
         text, is_view = self._t.tables_json(view, sort, top)
         doc = json.loads(text)
         tab = doc.get(view)
@@ -298,6 +309,9 @@ class profile:
         self.schedule = _as_schedule(schedule)
         if on_trace_ready is not None and not callable(on_trace_ready):
             raise TypeError("tally.profile: on_trace_ready must be callable or None")
+        if name is not None and not isinstance(name, str):
+            raise TypeError(f"tally.profile: name must be a str (a file name), not "
+                            f"{type(name).__name__}")
         if name is not None and ("/" in name or not name):
             raise ValueError(f"tally.profile: name must be a file name without '/', got {name!r}")
         self.output_dir = os.path.abspath(os.fspath(output_dir))
@@ -467,6 +481,13 @@ class profile:
         if not self.windows:
             raise TallyError("no window has finished yet: report() and table() read a finished "
                              "window (after stop(), or in on_trace_ready)")
+        n = len(self.windows)
+        if isinstance(window, bool) or not isinstance(window, int):
+            raise TypeError(f"window must be an int (an index into p.windows), not "
+                            f"{type(window).__name__}")
+        if not -n <= window < n:
+            raise IndexError(f"window {window}: this profile has {n} finished window"
+                             f"{'' if n == 1 else 's'} (0..{n - 1}, or -1 for the last)")
         return self.windows[window]
 
     def report(self, views="all", sort=None, top=0, window=-1):

@@ -286,6 +286,9 @@ static PyObject *py_pop(PyObject *mod, PyObject *unused)
 static PyObject *py_mark(PyObject *mod, PyObject *name)
 {
     (void)mod;
+    if (!PyUnicode_Check(name))
+        return PyErr_Format(PyExc_TypeError, "tally.mark: the name must be a str, not %.100s",
+                            Py_TYPE(name)->tp_name);
     PyObject *r = site_for(name, TALLY_USER);
     if (!r)
         return NULL;

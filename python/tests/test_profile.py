@@ -221,6 +221,23 @@ def test_report_before_any_window_is_refused(tmp_path):
             p.report()
 
 
+def test_a_window_that_is_not_there_is_said_clearly(tmp_path):
+    p = quiet_profile(tmp_path)
+    with p:
+        run_steps(p, 2)
+    with pytest.raises(IndexError, match=r"window 5: this profile has 1 finished window \(0\.\.0"):
+        p.report(window=5)
+    with pytest.raises(TypeError, match="window must be an int"):
+        p.table("ranges", window="a")
+    assert p.report(window=0) == p.report()
+    with pytest.raises(TypeError, match="sort=...\\): a column key"):
+        p.table("ranges", sort=5)
+    with pytest.raises(TypeError, match="top=...\\): the number of rows"):
+        p.report(top="x")
+    with pytest.raises(TypeError, match="name must be a str"):
+        tally.profile(name=3)
+
+
 def test_files_carry_the_rank_like_tensorboard_trace_handler(tmp_path, monkeypatch):
     host, pid = socket.gethostname(), os.getpid()
     with quiet_profile(tmp_path / "plain") as p:

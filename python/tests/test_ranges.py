@@ -101,6 +101,8 @@ def test_unknown_category_names_the_valid_ones():
         tally.range("x", "user", "extra")
     with pytest.raises(TypeError):
         tally.range("x")(42)  # decorates callables only
+    with pytest.raises(TypeError, match="tally.mark: the name must be a str, not int"):
+        tally.mark(3)
 
 
 def test_each_thread_records_on_its_own_track(tmp_path):
