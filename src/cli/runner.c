@@ -160,6 +160,7 @@ int cli_write_chrome(const char *verb, const tl_trace *t, const char *out)
     }
     if (rc != 0) {
         unlink(tmp);
+        tl_error_for_path(&err, tmp, out);
         return cli_fail(verb, &err);
     }
     return 0;

@@ -108,6 +108,16 @@ void tl_error_setc(tl_error *e, tl_errcode code, const char *fmt, ...)
 
 /* ---- string table ----------------------------------------------------------------------- */
 
+void tl_error_for_path(tl_error *e, const char *tmp, const char *out)
+{
+    size_t n = strlen(tmp);
+    if (!e || strncmp(e->msg, tmp, n) != 0)
+        return;
+    char rest[sizeof e->msg];
+    snprintf(rest, sizeof rest, "%s", e->msg + n);
+    snprintf(e->msg, sizeof e->msg, "%s%s", out, rest);
+}
+
 uint64_t tl_hash_bytes(const char *s, size_t len)
 {
     /* FNV-1a on 8-byte words, then a final mix: fast for the short names traces are full of. */

@@ -674,6 +674,9 @@ typedef struct tl_error {
 void tl_error_set(tl_error *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void tl_error_setc(tl_error *e, tl_errcode code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* A message that begins with the path tmp (a file written under a temporary name, then renamed)
+ * begins with out instead: the user named out. */
+void tl_error_for_path(tl_error *e, const char *tmp, const char *out);
 
 /* Read a trace of any supported format (.tally, Chrome/Kineto/Paddle JSON, .json.gz), choosing
  * the reader by content. path "-" is standard input; a pipe, a FIFO or a process substitution

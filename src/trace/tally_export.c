@@ -531,8 +531,10 @@ int tl_tally_export(const char *in, const char *out, size_t *nev, tl_error *err)
             tl_error_setc(err, TL_ERR_IO, "%s: %s", out, strerror(errno));
             rc = -1;
         }
-        if (rc != 0)
+        if (rc != 0) {
             unlink(tmp);
+            tl_error_for_path(err, tmp, out);
+        }
     }
     close(fd);
     return rc;

@@ -93,6 +93,16 @@ grep -q "^tally ops: This trace has no input shapes" "$W/s.err" || fail "ops --g
 "$TALLY" memory "$trace" >/dev/null 2>"$W/t.err"
 [ ! -s "$W/t.err" ] || fail "memory text: something on stderr: $(cat "$W/t.err")"
 
+# an output that cannot be made is named as given, not by the temporary name it is written under
+for out in "$W/no/such/dir/x.json.gz" "$W/no/such/dir/x.json"; do
+  set +e
+  "$TALLY" export "$trace" -o "$out" 2>"$W/e.err"
+  rc=$?
+  set -e
+  [ "$rc" = 1 ] && grep -q "^tally export: $out: cannot create" "$W/e.err" ||
+    fail "export to $out: $(cat "$W/e.err")"
+done
+
 # --top N caps the findings too (findings.md): the CUDA trace has three, --top 1 keeps the first
 gpu_trace="$SRC/tests/data/torch_cuda_mlp.trace.json.gz"
 "$TALLY" report "$gpu_trace" --views findings --format csv >"$W/f_all.csv"
