@@ -695,7 +695,8 @@ static int add_header(tl_sqlite *db, const tl_trace *t, int64_t rank, const uint
                 (t->host && add_meta(db, rank, "host", tl_str(&t->strings, t->host), 0, err)) ||
                 (t->program &&
                  add_meta(db, rank, "program", tl_str(&t->strings, t->program), 0, err)) ||
-                add_meta(db, rank, "accelerator", tl_accel_name(t), 0, err)
+                ((t->ndevices || tl_trace_has_cats(t, TL_DEVICE_WORK)) && /* none: CPU only */
+                 add_meta(db, rank, "accelerator", tl_accel_name(t), 0, err))
             ? -1
             : 0;
     free(json);

@@ -104,6 +104,9 @@ TEST(hand_built_trace_has_known_numbers_and_two_ranks_share_a_database)
     CHECK_EQ_INT(query_int(q, "SELECT count(*) FROM threads"), 2);
     CHECK_EQ_INT(query_int(q, "SELECT count(*) FROM streams WHERE stream = 7"), 2);
     CHECK_EQ_INT(query_int(q, "SELECT count(*) FROM meta WHERE key = 'rank' AND value = rank"), 2);
+    CHECK_EQ_INT(query_int(q, "SELECT count(*) FROM meta WHERE key = 'accelerator' AND value = "
+                              "'GPU'"),
+                 2);
     CHECK_EQ_INT(query_int(q, "SELECT depth FROM ranges r JOIN strings s ON s.id = r.name AND"
                               " s.value = 'cudaLaunchKernel' AND r.rank = 0"),
                  2);
@@ -121,6 +124,34 @@ TEST(unwritable_path_is_an_io_error)
     CHECK_EQ_INT(err.code, TL_ERR_IO);
     CHECK(strstr(err.msg, "x.sqlite") != NULL);
     CHECK(strchr(err.msg, '\n') == NULL);
+}
+
+/* A trace with no device names no accelerator (it said GPU for every CPU-only trace). */
+TEST(a_cpu_only_trace_names_no_accelerator)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/cpu.db", tmpdir);
+    tl_trace t;
+    tl_trace_init(&t);
+    uint32_t host = tl_trace_track(&t, TL_TRACK_THREAD, 10, 11, -1);
+    fx_span(&t, host, TL_CAT_OPERATOR, "aten::add", 100, 200);
+    CHECK_EQ_INT(tl_trace_finish(&t), 0);
+    tl_error err = {{0}};
+    tl_sqlite *db = tl_sqlite_open(path, &err);
+    CHECK(db != NULL);
+    if (!db) {
+        tl_trace_free(&t);
+        return;
+    }
+    CHECK_EQ_INT(tl_sqlite_add_trace(db, &t, 0, &err), 0);
+    CHECK_EQ_INT(tl_sqlite_close(db, &err), 0);
+    tl_trace_free(&t);
+    sqlite3 *q = NULL;
+    CHECK_EQ_INT(sqlite3_open_v2(path, &q, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    CHECK_EQ_INT(query_int(q, "SELECT count(*) FROM meta WHERE key = 'accelerator'"), 0);
+    CHECK_EQ_INT(query_int(q, "SELECT count(*) FROM meta WHERE key = 'source'"), 1);
+    sqlite3_close(q);
+    unlink(path);
 }
 
 TEST(existing_file_is_replaced)
@@ -258,6 +289,7 @@ int main(void)
     }
     RUN(hand_built_trace_has_known_numbers_and_two_ranks_share_a_database);
     RUN(unwritable_path_is_an_io_error);
+    RUN(a_cpu_only_trace_names_no_accelerator);
     RUN(existing_file_is_replaced);
     RUN(real_ranks_of_one_job_in_one_database);
     RUN(batched_rows_keep_every_value);
