@@ -392,12 +392,14 @@ static int there_before(const struct run_state *st, const struct stat *sb)
  * else each one the program wrote (new, or changed since the snapshot) finished: how many. */
 static int collect_outputs(struct run_state *st, const char *dir, int depth, int *failed)
 {
-    DIR *d = opendir(dir);
-    if (!d)
+    /* in the names' order (w0, w1, ..., w10), not the folder's: windows listed as recorded */
+    struct dirent **list = NULL;
+    int nlist = scandir(dir, &list, NULL, versionsort);
+    if (nlist < 0)
         return 0;
     int found = 0;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
+    for (int li = 0; li < nlist; li++) {
+        const struct dirent *de = list[li];
         if (de->d_name[0] == '.')
             continue;
         char path[PATH_MAX];
@@ -427,7 +429,9 @@ static int collect_outputs(struct run_state *st, const char *dir, int depth, int
         if (finish_trace(st, path) != 0)
             *failed = 1;
     }
-    closedir(d);
+    for (int li = 0; li < nlist; li++)
+        free(list[li]);
+    free(list);
     return found;
 }
 

@@ -62,4 +62,10 @@ grep -q "no trace was written" "$W/err8" || { echo "an old trace taken for the p
     { echo "run of cp failed"; cat "$W/err9"; exit 1; }
 [ -e "$W/old/new.pt.trace.json.gz" ] || { echo "the program's trace not converted"; cat "$W/err9"; exit 1; }
 [ ! -e "$W/old/old.pt.trace.json.gz" ] || { echo "old.tally converted with the new one"; exit 1; }
+# several windows are listed in their names' order (w1, w9, w10), whatever the folder's
+mkdir -p "$W/order"
+"$TALLY" run -o "$W/order" -- sh -c "for w in 10 1 9; do cp '$made' '$W/order/w'\$w.tally; done" \
+    2> "$W/err10" || { echo "run of the copies failed"; cat "$W/err10"; exit 1; }
+got=$(sed -n 's|^tally run: wrote .*/\(w[0-9]*\)\.tally$|\1|p' "$W/err10" | tr '\n' ' ')
+[ "$got" = "w1 w9 w10 " ] || { echo "windows listed as '$got'"; cat "$W/err10"; exit 1; }
 echo "run_exit: ok"
