@@ -617,7 +617,8 @@ int cmd_demo(int argc, char **argv)
             "tally demo: model with %zu parameters (%d layers, dim %d, %d/%d heads, ffn %d, "
             "vocab %d), %d thread%s\n",
             llama_param_count(m), d.cfg.layers, d.cfg.dim, d.cfg.heads, d.cfg.kv_heads, d.cfg.ffn,
-            d.cfg.vocab, llama_get_config(m)->threads, llama_get_config(m)->threads == 1 ? "" : "s");
+            d.cfg.vocab, llama_get_config(m)->threads,
+            llama_get_config(m)->threads == 1 ? "" : "s");
     struct variant_stats su, sf;
     if (d.rmsnorm == RMSNORM_BOTH) {
         /* json: the two reports as one array, so that stdout stays one document */
