@@ -323,6 +323,38 @@ TEST(long_gap_on_the_compute_stream)
     tl_trace_free(&t);
 }
 
+/* Two steps with a hole between them, [0, 10) and [20, 30) ms; the stream idles from 9.9 to
+ * 21 ms: the title gives the gap as long as it was (11.1 ms, not the 1.1 ms of it in the steps,
+ * which read "gap >= 1 ms ... (longest 1.1 ms)" and could read "longest 92.4 us"), the evidence
+ * and the time at stake the part in the steps. */
+TEST(a_long_gap_is_named_by_its_length_and_staked_by_its_part_in_the_steps)
+{
+    tl_trace t;
+    tl_trace_init(&t);
+    uint32_t th = tl_trace_track(&t, TL_TRACK_THREAD, 1, 1, -1);
+    uint32_t s7 = tl_trace_track(&t, TL_TRACK_STREAM, 1, 7, 0);
+    fx_ev(&t, th, TL_CAT_STEP, "ProfilerStep#1", 0, 10 * MS);
+    fx_ev(&t, th, TL_CAT_STEP, "ProfilerStep#2", 20 * MS, 10 * MS);
+    fx_launch(&t, th, s7, "volta_sgemm_128x64_nn", 500 * US, 1 * MS, 8900 * US, 1);
+    fx_launch(&t, th, s7, "volta_sgemm_128x64_nn", 20500 * US, 21 * MS, 8 * MS, 2);
+    CHECK_EQ_INT(tl_trace_finish(&t), 0);
+    tl_error err = {{0}};
+    tl_table *tab = tl_view_findings(&t, NULL, &err);
+    CHECK(tab != NULL);
+    if (!tab)
+        return;
+    int r = finding_row(tab, "1 GPU gap >= 1 ms on GPU 0 stream 7 (longest 11.1 ms)");
+    CHECK(r >= 0);
+    if (r >= 0) {
+        CHECK_EQ_INT(fx_i(tab, r, "at_stake_us"), 1100 * US);
+        CHECK(strstr(fx_s(tab, r, "evidence"), "1.1 ms of it in the steps") != NULL);
+    }
+    if (test_failures)
+        dump(tab);
+    tl_table_free(tab);
+    tl_trace_free(&t);
+}
+
 int main(void)
 {
     RUN(seed_trace_findings_ranked_by_time_at_stake);
@@ -334,5 +366,6 @@ int main(void)
     RUN(exposed_communication_names_every_stream_it_ran_on);
     RUN(a_collective_does_not_make_its_operator_dominate);
     RUN(long_gap_on_the_compute_stream);
+    RUN(a_long_gap_is_named_by_its_length_and_staked_by_its_part_in_the_steps);
     return test_summary();
 }
