@@ -38,6 +38,57 @@ static int64_t samples_of(const tl_trace *t, const int64_t *nums, size_t nnums, 
     return hit ? t->step_samples[hit - nums] : 0;
 }
 
+/* Steps of one thread that overlap (a trace with its events twice, steps written over each
+ * other): a step that starts before the one before it on its thread ends begins where that one
+ * ended, and one that ends by then is no step; so every view counts each moment of a thread's
+ * steps once and the steps never add up to more than the trace. Steps of different threads may
+ * overlap (two processes in one file). out->v sorted by start; 0, or -1 out of memory. */
+static int merge_overlaps(const tl_trace *t, tl_steps *out)
+{
+    struct last {
+        uint32_t track;
+        int64_t end;
+    } *last = NULL;
+    size_t nlast = 0;
+    int kept = 0;
+    for (int k = 0; k < out->n; k++) {
+        tl_step s = out->v[k];
+        uint32_t tr = t->ev[s.ev].track;
+        size_t j = 0;
+        while (j < nlast && last[j].track != tr)
+            j++;
+        if (j == nlast) {
+            struct last *nl = realloc(last, (nlast + 1) * sizeof *nl);
+            if (!nl) {
+                free(last);
+                tl_steps_free(out);
+                return -1;
+            }
+            last = nl;
+            last[nlast++] = (struct last){tr, INT64_MIN};
+        }
+        if (s.s < last[j].end) {
+            out->overlapped++;
+            s.s = last[j].end;
+            if (s.e <= s.s)
+                continue; /* inside the one before: none */
+        }
+        last[j].end = s.e > last[j].end ? s.e : last[j].end;
+        out->v[kept++] = s;
+    }
+    free(last);
+    if (!out->overlapped)
+        return 0;
+    out->n = kept;
+    out->total = 0;
+    out->with_samples = 0;
+    for (int k = 0; k < kept; k++) {
+        out->total = tl_add_sat(out->total, out->v[k].e - out->v[k].s);
+        out->with_samples |= out->v[k].samples > 0;
+    }
+    return 0;
+}
+
 int tl_steps_load(const tl_trace *t, tl_steps *out)
 {
     memset(out, 0, sizeof *out);
@@ -115,7 +166,22 @@ int tl_steps_load(const tl_trace *t, tl_steps *out)
     free(own);
     out->left_out = (int)(spans - n);
     qsort(out->v, n, sizeof *out->v, step_cmp);
-    return 0;
+    return merge_overlaps(t, out);
+}
+
+void tl_steps_note(const tl_steps *st, tl_table *tab)
+{
+    if (st->left_out)
+        tl_table_note(tab,
+                      "%d step(s) closed by the end of profiling (tally_stop, the end of the "
+                      "trace) rather than by the program are not steps and are left out.",
+                      st->left_out);
+    if (st->overlapped)
+        tl_table_note(tab,
+                      "%d step span(s) began before the one before them on their thread had "
+                      "ended (the trace holds its events twice, or steps written over each "
+                      "other): each begins where that one ended, and one inside it is no step.",
+                      st->overlapped);
 }
 
 void tl_steps_free(tl_steps *st)

@@ -8,6 +8,9 @@
  *   - was ended by the program: a step that only the end of recording closed — the one
  *     tally_stop closes after the last tally_step, the one open when a program was killed, a
  *     JSON "B" without its "E" — is flagged TL_EV_UNCLOSED by the readers and is not a step.
+ * Steps of one thread do not overlap: one that begins before the one before it on its thread
+ * has ended begins where that one ended, and one inside it is none (a trace whose events are in
+ * it twice has each step once).
  * So `for (i < 10) { ...; tally_step(n); } tally_stop();` has 10 steps, and `tally run
  * --step-range NAME` has one step per NAME range that ended. A trace with no step is one
  * pseudo-step: the span of all its events.
@@ -34,6 +37,8 @@ typedef struct tl_steps {
     int left_out;     /* step spans that are not steps (closed by tally_stop or by the end of
                          the trace, or of no duration) */
     int with_samples; /* the steps carry sample counts (some step has samples > 0) */
+    int overlapped;   /* step spans that began before the one before them on their thread had
+                         ended: cut to begin where it ended, or (inside it) no step */
     int64_t total;    /* sum of the step durations */
 } tl_steps;
 
@@ -41,6 +46,8 @@ typedef struct tl_steps {
  * Free with tl_steps_free. */
 int tl_steps_load(const tl_trace *t, tl_steps *out);
 void tl_steps_free(tl_steps *st);
+/* The notes a view that counts steps gives under tab: steps left out, steps that overlapped. */
+void tl_steps_note(const tl_steps *st, tl_table *tab);
 
 /* The mean step duration: total / n (0 without steps). */
 int64_t tl_steps_avg(const tl_steps *st);

@@ -441,11 +441,7 @@ tl_table *tl_view_model(const tl_trace *t, const tl_view_opts *o, tl_error *err)
     summary_row(tab, "Other", 1, &other_ps, window, step_ps.gpu_total, have_kernels, 0);
     if (pseudo)
         tl_table_note(tab, "No steps in this trace: the whole trace is taken as one step.");
-    if (steps.left_out && !pseudo)
-        tl_table_note(tab,
-                      "%d step(s) closed by the end of profiling (tally_stop, the end of the "
-                      "trace) rather than by the program are not steps and are left out.",
-                      steps.left_out);
+    tl_steps_note(&steps, tab);
     tl_table_note(tab, "Phases count their outermost ranges only; Other = step time not covered "
                        "by any phase. CPU Ratio is against the total step time.");
     if (have_kernels)

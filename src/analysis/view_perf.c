@@ -127,11 +127,7 @@ tl_table *tl_view_perf(const tl_trace *t, const tl_view_opts *o, tl_error *err)
         tl_table_note(tab, "Reader Ratio: %.3f%% (reader time / step time)",
                       batch_total > 0 ? 100.0 * (double)reader_total / (double)batch_total : 0.0);
     }
-    if (steps.left_out)
-        tl_table_note(tab,
-                      "%d step(s) closed by the end of profiling (tally_stop, the end of the "
-                      "trace) rather than by the program are not steps and are left out.",
-                      steps.left_out);
+    tl_steps_note(&steps, tab);
     tl_table_note(tab, "batch_cost = step duration; reader_cost = time in Dataloader ranges "
                        "within the step; every step counts once.");
 

@@ -2,7 +2,7 @@
  * test_steps.c — the one set of steps (src/analysis/steps.h) and every view that counts steps
  * agreeing on it: a step closed by tally_stop or by the end of the trace (flagged unclosed) is
  * no step; one of no duration neither; sample counts follow step numbers; without steps the
- * trace is one pseudo-step.
+ * trace is one pseudo-step; steps of one thread written over each other count each moment once.
  */
 #include "analysis/steps.h"
 
@@ -10,6 +10,7 @@
 #include "views_fixture.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /* fx_training with step 2 closed by tally_stop (the reader flags it unclosed). */
 static void training_stopped(tl_trace *t)
@@ -138,11 +139,63 @@ TEST(views_agree_on_steps)
     tl_trace_free(&t);
 }
 
+/* Steps of one thread written over each other — step 1 in the trace twice (a trace that holds
+ * its events twice) and a fourth [280, 320) ms that begins inside step 2 [220, 300) — count each
+ * moment once: the copy is no step, the fourth begins at 300; so perf, model and overview give
+ * 4 steps and 320 ms, not 5 steps and 460 ms (more than the trace), and say so in a note. A
+ * step of another thread may overlap (two processes in one file): it stays. */
+TEST(steps_of_one_thread_written_over_each_other_count_once)
+{
+    tl_trace t;
+    fx_training(&t);
+    uint32_t a = tl_trace_find_track(&t, TL_TRACK_THREAD, 100, 1, -1);
+    fx_step(&t, a, 1, 100, 220);
+    fx_step(&t, a, 3, 280, 320);
+    CHECK_EQ_INT(tl_trace_finish(&t), 0);
+    tl_steps st;
+    CHECK_EQ_INT(tl_steps_load(&t, &st), 0);
+    CHECK_EQ_INT(st.n, 4);
+    CHECK_EQ_INT(st.overlapped, 2);
+    CHECK_EQ_INT(st.total, MS(320));
+    CHECK_EQ_INT(st.v[3].s, MS(300));
+    CHECK_EQ_INT(st.v[3].e, MS(320));
+    tl_steps_free(&st);
+    tl_table *m = tl_view_model(&t, NULL, NULL);
+    tl_table *p = tl_view_perf(&t, NULL, NULL);
+    tl_table *o = tl_view_overview(&t, NULL, NULL);
+    CHECK(m && p && o);
+    if (m && p && o) {
+        CHECK_EQ_INT(fx_cell(m, fx_row(m, 0, "ProfileStep"), "calls")->i, 4);
+        CHECK_EQ_INT(fx_time(m, "ProfileStep", "cpu_total_us"), MS(320));
+        CHECK_EQ_INT(fx_cell(p, 0, "steps")->i, 4);
+        CHECK_EQ_INT(fx_time(p, "batch_cost", "avg_us"), MS(80));
+        CHECK_EQ_INT(fx_cell(o, fx_row(o, 0, "ProfileStep"), "calls")->i, 4);
+        CHECK_EQ_INT(fx_time(o, "ProfileStep", "cpu_time_us"), MS(320));
+        int noted = 0;
+        for (int i = 0; i < p->nnotes; i++)
+            noted |= strstr(p->notes[i], "2 step span(s) began before the one before") != NULL;
+        CHECK(noted);
+    }
+    tl_table_free(m);
+    tl_table_free(p);
+    tl_table_free(o);
+    /* a step of another thread over them stays a step */
+    uint32_t b = tl_trace_find_track(&t, TL_TRACK_THREAD, 100, 2, -1);
+    fx_step(&t, b, 7, 50, 150);
+    CHECK_EQ_INT(tl_trace_finish(&t), 0);
+    CHECK_EQ_INT(tl_steps_load(&t, &st), 0);
+    CHECK_EQ_INT(st.n, 5);
+    CHECK_EQ_INT(st.overlapped, 2);
+    tl_steps_free(&st);
+    tl_trace_free(&t);
+}
+
 int main(void)
 {
     RUN(steps_leave_out_the_step_closed_by_stop);
     RUN(steps_samples_follow_numbers);
     RUN(steps_without_steps_is_one_pseudo_step);
     RUN(views_agree_on_steps);
+    RUN(steps_of_one_thread_written_over_each_other_count_once);
     return test_summary();
 }
