@@ -204,7 +204,7 @@ tl_table *tl_view_overview(const tl_trace *t, const tl_view_opts *o, tl_error *e
         phase_union = tmp;
     }
     int any_phase = phase_union.n > 0;
-    if (w.nsteps && any_phase) {
+    if (w.nsteps) { /* the model view's Other: the whole step when no phase marks any of it */
         int64_t covered = clipped_length(&phase_union, &win, 1);
         add_row(tab, "Other", 1, -1, w.total - covered, w.total);
     }

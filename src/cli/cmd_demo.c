@@ -330,8 +330,8 @@ static int run_variant(struct demo *d, llama_model *m, const char *name, struct 
         fprintf(stderr, "tally demo: cannot start profiling: %s\n", tally_strerror(rc));
         return 1;
     }
-    fprintf(stderr, "tally demo: %d steps, rmsnorm %s, %d x %d tokens per step\n", c->steps,
-            llama_rmsnorm_name(c->rmsnorm), c->batch, c->seq);
+    fprintf(stderr, "tally demo: %d step%s, rmsnorm %s, %d x %d tokens per step\n", c->steps,
+            c->steps == 1 ? "" : "s", llama_rmsnorm_name(c->rmsnorm), c->batch, c->seq);
     float loss = llama_step(m, -1); /* the skipped warm-up step */
     double t1 = tl_now_s();
     for (int i = 0; i < c->steps; i++)
@@ -339,8 +339,8 @@ static int run_variant(struct demo *d, llama_model *m, const char *name, struct 
     double dt = tl_now_s() - t1;
     rc = tally_stop();
     fprintf(stderr,
-            "tally demo: %d steps in %.2f s (wall, writing the trace included), loss %.4f\n",
-            c->steps, dt, loss);
+            "tally demo: %d step%s in %.2f s (wall, writing the trace included), loss %.4f\n",
+            c->steps, c->steps == 1 ? "" : "s", dt, loss);
     if (rc != 0) {
         fprintf(stderr, "tally demo: stopping the session failed: %s\n", tally_strerror(rc));
         return 1;

@@ -182,6 +182,28 @@ TEST(overview_phases_are_the_model_views_on_a_pytorch_trace)
     tl_trace_free(&t);
 }
 
+/* Steps and no phase: Other is the whole step, as in the model view (the row was missing). */
+TEST(overview_without_phases_has_other_the_whole_step)
+{
+    tl_trace t;
+    tl_trace_init(&t);
+    uint32_t a = tl_trace_track(&t, TL_TRACK_THREAD, 100, 1, -1);
+    fx_step(&t, a, 1, 0, 50);
+    fx_event(&t, a, TL_CAT_USER, "work", 10, 30, 0);
+    CHECK_EQ_INT(tl_trace_finish(&t), 0);
+    tl_error err = {{0}};
+    tl_table *ov = tl_view_overview(&t, NULL, &err), *md = tl_view_model(&t, NULL, &err);
+    CHECK(ov && md);
+    if (ov && md) {
+        CHECK_EQ_INT(fx_time(ov, "Other", "cpu_time_us"), MS(50));
+        CHECK_EQ_INT(fx_time(ov, "Other", "cpu_time_us"), fx_time(md, "Other", "cpu_total_us"));
+        CHECK_EQ_INT(fx_cell(ov, fx_row(ov, 0, "Other"), "type")->indent, 1);
+    }
+    tl_table_free(ov);
+    tl_table_free(md);
+    tl_trace_free(&t);
+}
+
 int main(void)
 {
     RUN(overview_unions_and_ratios);
@@ -190,5 +212,6 @@ int main(void)
     RUN(overview_zero_length_step_is_no_step);
     RUN(overview_empty_trace);
     RUN(overview_phases_are_the_model_views_on_a_pytorch_trace);
+    RUN(overview_without_phases_has_other_the_whole_step);
     return test_summary();
 }
