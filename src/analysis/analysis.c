@@ -451,6 +451,21 @@ int tl_gpu_scope_linked(const tl_gpu_scope *s, const tl_event *e)
     return !s->linked_only || e->link != TL_NONE;
 }
 
+int tl_copy_is_sync(const tl_trace *t, const tl_event *e)
+{
+    if (e->flags & TL_EV_SYNC_COPY)
+        return 1;
+    if (e->link == TL_NONE || (size_t)e->link >= t->nev)
+        return 0;
+    const char *call = tl_str(&t->strings, t->ev[e->link].name);
+    return strstr(call, "Memcpy") && !strstr(call, "Async");
+}
+
+int tl_copy_is_pageable(const tl_trace *t, const tl_event *e)
+{
+    return (e->flags & TL_EV_PAGEABLE) || strstr(tl_str(&t->strings, e->name), "Pageable");
+}
+
 size_t tl_ivset_from(const tl_ivset *w, int64_t x)
 {
     size_t lo = 0, hi = w->n;

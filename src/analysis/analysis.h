@@ -177,6 +177,12 @@ typedef struct tl_gpu_scope {
     int64_t total;   /* length of window */
 } tl_gpu_scope;
 
+/* A copy (TL_CAT_MEMCPY) that blocks the host: synchronous (the reader saw "Sync" in its name,
+ * or a Memcpy call that is not Async launched it: cudaMemcpy, hipMemcpyWithStream) or from or to
+ * pageable memory. One definition for the memcpy view and the findings. */
+int tl_copy_is_sync(const tl_trace *t, const tl_event *e);
+int tl_copy_is_pageable(const tl_trace *t, const tl_event *e);
+
 /* o may be NULL (steps, all ops). Returns 0, or -1 when out of memory. */
 int tl_gpu_scope_init(const tl_trace *t, const tl_view_opts *o, tl_gpu_scope *s);
 void tl_gpu_scope_free(tl_gpu_scope *s);

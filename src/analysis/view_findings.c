@@ -309,11 +309,6 @@ static void check_launch_bound(ctx *c)
              "(zeros/cat in loops)");
 }
 
-static int name_has(const char *n, const char *needle)
-{
-    return strstr(n, needle) != NULL;
-}
-
 /* Synchronous or pageable copies: the host is blocked for the copy. */
 static void check_copies(ctx *c)
 {
@@ -323,14 +318,10 @@ static void check_copies(ctx *c)
     for (size_t i = tl_cat_walk_begin(&cw, t, TL_CATBIT(TL_CAT_MEMCPY)); i < t->nev;
          i = tl_cat_walk_step(&cw, i)) {
         const tl_event *e = &t->ev[i];
-        if (e->cat != TL_CAT_MEMCPY)
+        if (e->cat != TL_CAT_MEMCPY || !tl_gpu_scope_counts(t, &c->sc, e)) /* the memcpy view's */
             continue;
-        const char *name = tl_str(&t->strings, e->name);
         const tl_event *call = e->link != TL_NONE ? &t->ev[e->link] : NULL;
-        const char *cname = call ? tl_str(&t->strings, call->name) : "";
-        int pageable = (e->flags & TL_EV_PAGEABLE) || name_has(name, "Pageable");
-        int sync = (e->flags & TL_EV_SYNC_COPY) ||
-                   (call && name_has(cname, "Memcpy") && !name_has(cname, "Async"));
+        int pageable = tl_copy_is_pageable(t, e), sync = tl_copy_is_sync(t, e);
         if (!pageable && !sync)
             continue;
         n++;
@@ -439,8 +430,8 @@ static void check_dominant(ctx *c)
             continue;
         if (e->name < ns && !comm[e->name])
             comm[e->name] = tl_is_comm_kernel_name(tl_str(&t->strings, e->name)) ? 1 : 2;
-        int32_t j = TL_NONE; /* a collective is no one's here */
-        if (e->name >= ns || comm[e->name] != 1) {
+        int32_t j = TL_NONE; /* a collective is no one's here, nor work outside the window */
+        if ((e->name >= ns || comm[e->name] != 1) && tl_gpu_scope_counts(t, &c->sc, e)) {
             j = tl_launch_owner(t, i, TL_CATBIT(TL_CAT_OPERATOR));
             if (j == TL_NONE)
                 j = tl_launch_owner(t, i, ranges);

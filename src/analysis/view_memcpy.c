@@ -100,10 +100,10 @@ tl_table *tl_view_memcpy(const tl_trace *t, const tl_view_opts *o, tl_error *err
             a->max = e->dur;
         if (e->dur < a->min)
             a->min = e->dur;
-        if (e->flags & TL_EV_SYNC_COPY)
-            a->sync++;
-        if (e->flags & TL_EV_PAGEABLE)
-            a->pageable++;
+        if (e->cat == TL_CAT_MEMCPY) { /* as the findings count them */
+            a->sync += tl_copy_is_sync(t, e);
+            a->pageable += tl_copy_is_pageable(t, e);
+        }
     }
     tl_window w = {.total = sc.total}; /* the steps, or the whole file (--window all) */
     int64_t ncopies = 0;

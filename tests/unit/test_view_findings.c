@@ -355,6 +355,53 @@ TEST(a_long_gap_is_named_by_its_length_and_staked_by_its_part_in_the_steps)
     tl_trace_free(&t);
 }
 
+/* A copy is synchronous by its name ("Sync") or by the call that launched it (cudaMemcpy, not
+ * Async), and only copies launched in the steps count, in the memcpy view and the findings
+ * alike: one step [0, 10) ms; a 2 ms HtoD copy launched by cudaMemcpy at 1 ms (synchronous:
+ * the memcpy view said Sync 0, the findings 1); a pageable copy launched at 15 ms, after the
+ * step (the findings counted it, the memcpy view did not). */
+TEST(copies_blocking_the_host_are_the_memcpy_views)
+{
+    tl_trace t;
+    tl_trace_init(&t);
+    uint32_t th = tl_trace_track(&t, TL_TRACK_THREAD, 1, 1, -1);
+    uint32_t s7 = tl_trace_track(&t, TL_TRACK_STREAM, 1, 7, 0);
+    fx_ev(&t, th, TL_CAT_STEP, "ProfilerStep#1", 0, 10 * MS);
+    fx_ev(&t, th, TL_CAT_RUNTIME, "cudaMemcpy", 1 * MS, 2100 * US)->corr = 1;
+    tl_event *c = fx_ev(&t, s7, TL_CAT_MEMCPY, "Memcpy HtoD", 1100 * US, 2 * MS);
+    c->corr = 1;
+    c->value = 1 << 20;
+    c->copy = TL_COPY_HTOD;
+    fx_ev(&t, th, TL_CAT_RUNTIME, "cudaMemcpyAsync", 15 * MS, 10 * US)->corr = 2;
+    c = fx_ev(&t, s7, TL_CAT_MEMCPY, "Memcpy HtoD (Pageable -> Device)", 15100 * US, 1 * MS);
+    c->corr = 2;
+    c->value = 1 << 20;
+    c->copy = TL_COPY_HTOD;
+    c->flags |= TL_EV_PAGEABLE;
+    CHECK_EQ_INT(tl_trace_finish(&t), 0);
+    tl_error err = {{0}};
+    tl_table *m = tl_view_memcpy(&t, NULL, &err), *f = tl_view_findings(&t, NULL, &err);
+    CHECK(m && f);
+    if (m && f) {
+        int r = fx_row(m, "kind", "Memcpy HtoD");
+        CHECK(r >= 0);
+        CHECK_EQ_INT(fx_i(m, r, "calls"), 1);
+        CHECK_EQ_INT(fx_i(m, r, "sync"), 1);
+        CHECK_EQ_INT(fx_i(m, r, "pageable"), 0);
+        r = finding_row(f, "1 synchronous copy blocks the host");
+        CHECK(r >= 0);
+        if (r >= 0) {
+            CHECK_EQ_INT(fx_i(f, r, "at_stake_us"), 2100 * US);
+            CHECK_STR(fx_s(f, r, "evidence"), "1.00 MB; host blocked 2.1 ms (0 pageable, 1 sync)");
+        }
+    }
+    if (test_failures && f)
+        dump(f);
+    tl_table_free(m);
+    tl_table_free(f);
+    tl_trace_free(&t);
+}
+
 int main(void)
 {
     RUN(seed_trace_findings_ranked_by_time_at_stake);
@@ -367,5 +414,6 @@ int main(void)
     RUN(a_collective_does_not_make_its_operator_dominate);
     RUN(long_gap_on_the_compute_stream);
     RUN(a_long_gap_is_named_by_its_length_and_staked_by_its_part_in_the_steps);
+    RUN(copies_blocking_the_host_are_the_memcpy_views);
     return test_summary();
 }
