@@ -88,6 +88,7 @@ int tl_trace_warnings(const tl_trace *t, void (*fn)(const char *line, void *arg)
         {t->bad_pops, "pops without a matching push"},
         {t->bad_ends, "range ends with an unknown, stale or foreign handle"},
         {t->unmatched_ends, "'E' events without a 'B' open on their thread: ignored"},
+        {t->negative_durs, "'X' events with a negative dur: read as lasting 0"},
         {t->calls_outside, "calls made outside a session (before start or after stop)"},
         {open, "ranges never closed (still open when recording ended; drawn to the end of the "
                "trace)"},

@@ -1948,6 +1948,7 @@ static void commit_event(jr *r, raw_event *ev)
     tl_event *e = add_event(r);
     e->ts = ev->ts;
     e->dur = ph == 'X' && ev->have_dur ? tl_clamp_dur(e->ts, ev->dur) : 0;
+    t->negative_durs += ph == 'X' && ev->have_dur && ev->dur < 0;
     e->cat = (uint16_t)cat;
     e->track = track;
     e->corr = ev->corr;
@@ -3067,6 +3068,7 @@ static int merge_rest(jr *d, part *p, size_t base)
             push_stack(d, p->tmap[k], (int32_t)(base + (size_t)r->stacks[k][i]));
     mt->open_ranges += pt->open_ranges;
     mt->unmatched_ends += pt->unmatched_ends;
+    mt->negative_durs += pt->negative_durs;
     if (pt->accel)
         mt->accel = pt->accel;
     mt->mem_addr_known |= pt->mem_addr_known;

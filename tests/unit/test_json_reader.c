@@ -731,6 +731,8 @@ TEST(missing_or_negative_dur_is_zero)
     CHECK_EQ_INT(ev(&t, "nodur")->ts, 10000);
     CHECK_EQ_INT(ev(&t, "nodur")->dur, 0);
     CHECK_EQ_INT(ev(&t, "negdur")->dur, 0);
+    CHECK_EQ_INT(t.negative_durs, 1); /* counted, and said (tl_trace_warnings) */
+    CHECK_EQ_INT(t.unmatched_ends, 0);
     tl_trace_free(&t);
 }
 
