@@ -137,6 +137,9 @@ typedef struct tl_comm {
 
 /* 1 when a kernel name is a collective-communication kernel (nccl, rccl, xccl, hccl). */
 int tl_is_comm_kernel_name(const char *name);
+/* The same for the kernel named by string id, the answer cached in named (one byte per string
+ * id of t, zeroed: 0 not looked at, 1 no, 2 yes). */
+int tl_is_comm_kernel_id(const tl_trace *t, uint8_t *named, uint32_t id);
 /* 1 when a host range is a collective by PyTorch's names for them (nccl:*, c10d::*, gloo:*,
  * record_param_comms). */
 int tl_is_host_comm_name(const char *name);

@@ -134,9 +134,7 @@ static int64_t in_window(const tl_gpu_scope *sc, int64_t a, int64_t b)
     return sc ? tl_gpu_scope_len(sc, a, b) : (b > a ? b - a : 0);
 }
 
-/* 1 when the kernel named id is a collective; named caches the answer per string id (0 = not
- * looked at, 1 = no, 2 = yes). */
-static int comm_name(const tl_trace *t, uint8_t *named, uint32_t id)
+int tl_is_comm_kernel_id(const tl_trace *t, uint8_t *named, uint32_t id)
 {
     if (id >= t->strings.count)
         return 0;
@@ -274,7 +272,7 @@ static int stream_pass(const tl_trace *t, const tl_gpu_scope *sc, uint8_t *named
             continue;
         st->kernels++;
         st->kernel_time = tl_add_sat(st->kernel_time, e->dur);
-        if (comm_name(t, named, e->name))
+        if (tl_is_comm_kernel_id(t, named, e->name))
             st->comm_time = tl_add_sat(st->comm_time, e->dur);
         else
             st->comp_time = tl_add_sat(st->comp_time, e->dur);

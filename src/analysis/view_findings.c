@@ -407,7 +407,7 @@ static void check_dominant(ctx *c)
     const tl_trace *t = c->t;
     uint32_t ns = t->strings.count ? t->strings.count : 1;
     int64_t *acc = calloc(ns, sizeof *acc);
-    uint8_t *comm = calloc(ns, 1); /* per kernel name: 0 not yet known, 1 collective, 2 not */
+    uint8_t *comm = calloc(ns, 1); /* tl_is_comm_kernel_id's answers */
     if (!acc || !comm) {
         free(acc);
         free(comm);
@@ -428,10 +428,8 @@ static void check_dominant(ctx *c)
         const tl_event *e = &t->ev[i];
         if (e->cat != TL_CAT_KERNEL || e->link == TL_NONE)
             continue;
-        if (e->name < ns && !comm[e->name])
-            comm[e->name] = tl_is_comm_kernel_name(tl_str(&t->strings, e->name)) ? 1 : 2;
         int32_t j = TL_NONE; /* a collective is no one's here, nor work outside the window */
-        if ((e->name >= ns || comm[e->name] != 1) && tl_gpu_scope_counts(t, &c->sc, e)) {
+        if (!tl_is_comm_kernel_id(t, comm, e->name) && tl_gpu_scope_counts(t, &c->sc, e)) {
             j = tl_launch_owner(t, i, TL_CATBIT(TL_CAT_OPERATOR));
             if (j == TL_NONE)
                 j = tl_launch_owner(t, i, ranges);

@@ -172,7 +172,7 @@ tl_table *tl_view_overview(const tl_trace *t, const tl_view_opts *o, tl_error *e
         tl_ivset_extend(&host[c].iv, s, end);
         host[c].calls++;
     }
-    /* The phases are the Model view's (tl_phases_find): their outermost ranges, and on
+    /* The phases are the Model view's (tl_phases_of): their outermost ranges, and on
      * PyTorch's traces the Forward and Backward it derives from PyTorch's own ranges */
     for (size_t q = 0; q < ph->n; q++) {
         const tl_event *e = &t->ev[ph->v[q].ev];

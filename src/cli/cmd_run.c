@@ -370,7 +370,6 @@ static int finish_trace(const struct run_state *st, const char *path)
     return rc;
 }
 
-/* The .tally files in dir (and its rank<N>/ folders) newer than the start. Returns how many. */
 static int same_time(struct timespec a, struct timespec b)
 {
     return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
