@@ -106,7 +106,8 @@ int tl_comm_compute_ex(const tl_trace *t, const tl_gpu_scope *sc, int32_t device
             }
         } else if (!tl_cat_is_device((tl_cat)e->cat) && e->dur > 0 && is_host_comm(t, named, e)) {
             tl_ivset_extend(&host, e->ts, e->ts + e->dur);
-            c->nhost++;
+            /* counted as the kernels are: those in the window (the time is clipped to it) */
+            c->nhost += tl_gpu_scope_len(sc, e->ts, tl_add_sat(e->ts, e->dur)) > 0;
         }
     }
     free(named);
@@ -180,8 +181,12 @@ tl_table *tl_view_distributed(const tl_trace *t, const tl_view_opts *o, tl_error
         return NULL;
     }
     if (!c.ncomm && !c.nhost) {
-        tl_table_note(tab, "No communication in this trace: no NCCL/RCCL kernels and no "
-                           "communication ranges.");
+        tl_table_note(tab, c.window.nsteps && !(o && o->window_all)
+                               ? "No communication in the steps: no NCCL/RCCL kernels and no "
+                                 "communication ranges there (--window all looks at the whole "
+                                 "file)."
+                               : "No communication in this trace: no NCCL/RCCL kernels and no "
+                                 "communication ranges.");
         return tab;
     }
     int64_t w = c.window.total;

@@ -592,6 +592,79 @@ static void check_exposed_comm(ctx *c)
              "for stragglers");
 }
 
+/* Collectives on the host, in a trace without device work (a CPU-only job: gloo): the union of
+ * the host communication ranges in the window, as the distributed view and the breakdown's
+ * Communication column count it; named by its collective with most time and its threads. (With
+ * device work, the collectives' time is their kernels': check_exposed_comm.) */
+static void check_host_comm(ctx *c)
+{
+    const tl_trace *t = c->t;
+    tl_comm m;
+    if (c->has_device || c->w.total <= 0 || tl_comm_compute_ex(t, &c->sc, -1, &m) != 0 || !m.nhost)
+        return;
+    double p = pct(m.host_comm, c->w.total);
+    if (p < EXPOSED_PCT_MIN)
+        return;
+    /* the collective with most time (a few names: a short list) and the threads that ran them */
+    enum { NAMES = 16, THREADS = 4 };
+    uint32_t name[NAMES], tid_track[THREADS];
+    int64_t name_ns[NAMES] = {0}, name_calls[NAMES] = {0};
+    int nn = 0, nt = 0, more_threads = 0;
+    for (size_t i = 0; i < t->nev; i++) {
+        const tl_event *e = &t->ev[i];
+        if (e->dur <= 0 || tl_cat_is_device((tl_cat)e->cat) || e->track >= t->ntracks ||
+            !(e->cat == TL_CAT_COMMUNICATION ||
+              ((e->cat == TL_CAT_OPERATOR || e->cat == TL_CAT_USER) &&
+               tl_is_host_comm_name(tl_str(&t->strings, e->name)))) ||
+            tl_gpu_scope_len(&c->sc, e->ts, tl_add_sat(e->ts, e->dur)) <= 0)
+            continue;
+        int k = 0;
+        while (k < nn && name[k] != e->name)
+            k++;
+        if (k == nn && nn < NAMES)
+            name[nn++] = e->name;
+        if (k < nn) {
+            name_ns[k] = tl_add_sat(name_ns[k], e->dur);
+            name_calls[k]++;
+        }
+        int j = 0;
+        while (j < nt && tid_track[j] != e->track)
+            j++;
+        if (j == nt && nt < THREADS)
+            tid_track[nt++] = e->track;
+        else if (j == nt)
+            more_threads = 1;
+    }
+    if (!nn)
+        return;
+    int best = 0;
+    for (int k = 1; k < nn; k++)
+        if (name_ns[k] > name_ns[best])
+            best = k;
+    finding *f = add(c, m.host_comm);
+    if (!f)
+        return;
+    char a[32], b[32], threads[96];
+    int n = c->w.nsteps > 0 ? c->w.nsteps : 1;
+    tm(a, sizeof a, m.host_comm / n);
+    tm(b, sizeof b, c->w.total / n);
+    size_t len = 0;
+    for (int j = 0; j < nt && len < sizeof threads; j++)
+        len += (size_t)snprintf(threads + len, sizeof threads - len, "%s%lld", j ? ", " : "",
+                                (long long)t->tracks[tid_track[j]].tid);
+    if (more_threads && len < sizeof threads)
+        snprintf(threads + len, sizeof threads - len, ", ...");
+    snprintf(f->what, sizeof f->what, "Host communication takes %.0f%% %s", p, of_window(c));
+    snprintf(f->evidence, sizeof f->evidence,
+             "collectives on the host cover %s of %s%s (%lld calls of %s, on thread%s %s); the "
+             "trace has no GPU work",
+             a, b, c->w.nsteps ? " per step" : "", (long long)name_calls[best],
+             tl_str(&t->strings, name[best]), nt > 1 ? "s" : "", threads);
+    snprintf(f->hint, sizeof f->hint,
+             "fewer, larger collectives (DDP bucket_cap_mb) overlapped with compute; a report of "
+             "every rank's trace shows whether one rank is a straggler");
+}
+
 /* ---- memory ------------------------------------------------------------------------------ */
 
 /* What a category's bytes at the peak could be traded for. */
@@ -800,7 +873,7 @@ static int run_checks(ctx *c)
     check_item it[] = {{check_gpu_idle, 0, *c},     {check_dataloader, 0, *c},
                        {check_launch_bound, 1, *c}, {check_copies, 0, *c},
                        {check_long_gaps, 1, *c},    {check_dominant, 0, *c},
-                       {check_exposed_comm, 1, *c}};
+                       {check_exposed_comm, 1, *c}, {check_host_comm, 0, *c}};
     enum { NCHECKS = sizeof it / sizeof it[0] };
     check_item *early[NCHECKS];
     int nearly = 0;

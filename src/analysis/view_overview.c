@@ -16,12 +16,12 @@
  * — but only device work launched inside the window (or, when its launch is unknown, starting
  * inside the window's span) is counted.
  */
+#include "analysis/insight.h"
 #include "analysis/steps.h"
 #include "analysis/views.h"
 
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 enum { OV_NAME, OV_CALLS, OV_TIME, OV_RATIO, OV_NCOLS };
 
@@ -45,12 +45,6 @@ static int host_timed(tl_cat c)
 {
     return !tl_cat_is_device(c) && c != TL_CAT_INSTANT && c != TL_CAT_COUNTER &&
            c != TL_CAT_MEMORY && c != TL_CAT_OVERHEAD && c != TL_CAT_OTHER;
-}
-
-/* NCCL/RCCL/oneCCL kernels are communication, whatever stream they run on. */
-static int is_comm_kernel(const char *name)
-{
-    return strcasestr(name, "nccl") || strcasestr(name, "rccl") || strcasestr(name, "xccl");
 }
 
 /* Does the normalized set contain point x? */
@@ -132,7 +126,8 @@ tl_table *tl_view_overview(const tl_trace *t, const tl_view_opts *o, tl_error *e
     memset(dev, 0, sizeof dev);
     int ndev_events = 0;
 
-    uint8_t *comm_name = calloc(t->strings.count ? t->strings.count : 1, 1); /* 0 ?, 1 no, 2 yes */
+    uint8_t *comm_name =
+        calloc(t->strings.count ? t->strings.count : 1, 1); /* tl_is_comm_kernel_id */
     tl_table *tab = tl_table_new("Overview", "overview", host_cols, OV_NCOLS);
     const tl_phases *ph = tl_phases_of(t); /* the Model view's, shared: not freed here */
     if (!comm_name || !tab || !ph)
@@ -155,11 +150,8 @@ tl_table *tl_view_overview(const tl_trace *t, const tl_view_opts *o, tl_error *e
             ndev_events++;
             tl_ivset_extend(&dev[d].iv, s, end);
             dev[d].calls++;
-            if (d == D_KERNEL) {
-                uint8_t *cn = &comm_name[e->name < t->strings.count ? e->name : 0];
-                if (!*cn)
-                    *cn = is_comm_kernel(tl_str(&t->strings, e->name)) ? 2 : 1;
-                if (*cn == 2) {
+            if (d == D_KERNEL) { /* NCCL/RCCL/oneCCL/HCCL kernels, whatever their stream */
+                if (tl_is_comm_kernel_id(t, comm_name, e->name)) {
                     tl_ivset_extend(&dev[D_COMM].iv, s, end);
                     dev[D_COMM].calls++;
                 }

@@ -182,8 +182,39 @@ TEST(findings_hold_on_real_traces)
     }
 }
 
+/* The CPU-only trace (gloo collectives on two threads, no GPU): the host-communication finding's
+ * time is the Communication of TensorBoard's PyTorch profiler plugin on this file
+ * (tests/data/tensorboard/breakdown.json: 178777.427 us), and the only finding. */
+TEST(host_communication_on_the_cpu_only_trace_is_the_plugins)
+{
+    tl_trace t;
+    char path[512];
+    snprintf(path, sizeof path, "%s/traces/hta_cpu_only_rank-34.pt.trace.json.gz",
+             TALLY_SHARED_DIR);
+    if (access(path, R_OK) != 0)
+        TEST_SKIP("no real traces under %s/traces", TALLY_SHARED_DIR);
+    if (shared_trace_load(&t, "hta_cpu_only_rank-34.pt.trace.json.gz", 0) != 0) {
+        tl_trace_free(&t);
+        return; /* (a failed check) */
+    }
+    tl_error err = {{0}};
+    tl_table *tab = tl_view_findings(&t, NULL, &err);
+    CHECK(tab != NULL);
+    if (tab) {
+        CHECK_EQ_INT(tab->nrows, 1);
+        CHECK(tab->nrows >= 1 &&
+              !strcmp(fx_s(tab, 0, "finding"), "Host communication takes 85% of the step time"));
+        CHECK_EQ_INT(fx_i(tab, 0, "at_stake_us"), 178777427);
+        CHECK(tab->nrows >= 1 && strstr(fx_s(tab, 0, "evidence"), "gloo:all_reduce") &&
+              strstr(fx_s(tab, 0, "evidence"), "threads 3553, 3554"));
+    }
+    tl_table_free(tab);
+    tl_trace_free(&t);
+}
+
 int main(void)
 {
     RUN(findings_hold_on_real_traces);
+    RUN(host_communication_on_the_cpu_only_trace_is_the_plugins);
     return test_summary();
 }

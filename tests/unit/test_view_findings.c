@@ -360,6 +360,70 @@ TEST(a_long_gap_is_named_by_its_length_and_staked_by_its_part_in_the_steps)
  * alike: one step [0, 10) ms; a 2 ms HtoD copy launched by cudaMemcpy at 1 ms (synchronous:
  * the memcpy view said Sync 0, the findings 1); a pageable copy launched at 15 ms, after the
  * step (the findings counted it, the memcpy view did not). */
+/*
+ * A CPU-only job (gloo): step [0, 100 ms) on thread 1 with an operator; collectives on threads 2
+ * and 3: gloo:all_reduce [10, 40) and [50, 90) on 2, [20, 50) on 3, gloo:broadcast [95, 97) on
+ * 2, and an all_reduce after the step [120, 150). In the step their union is [10, 90) + [95, 97)
+ * = 82 ms; all_reduce has most time (3 calls in the step). kernel: add a kernel (device work).
+ * small: only the broadcast (2 %, under the threshold).
+ */
+static void build_host_comm(tl_trace *t, int kernel, int small)
+{
+    tl_trace_init(t);
+    uint32_t t1 = tl_trace_track(t, TL_TRACK_THREAD, 1, 1, -1);
+    uint32_t t2 = tl_trace_track(t, TL_TRACK_THREAD, 1, 2, -1);
+    uint32_t t3 = tl_trace_track(t, TL_TRACK_THREAD, 1, 3, -1);
+    fx_ev(t, t1, TL_CAT_STEP, "ProfilerStep#1", 0, 100 * MS);
+    fx_ev(t, t1, TL_CAT_OPERATOR, "aten::add", 0, 10 * MS);
+    if (!small) {
+        fx_ev(t, t2, TL_CAT_USER, "gloo:all_reduce", 10 * MS, 30 * MS);
+        fx_ev(t, t2, TL_CAT_USER, "gloo:all_reduce", 50 * MS, 40 * MS);
+        fx_ev(t, t3, TL_CAT_USER, "gloo:all_reduce", 20 * MS, 30 * MS);
+        fx_ev(t, t2, TL_CAT_USER, "gloo:all_reduce", 120 * MS, 30 * MS);
+    }
+    fx_ev(t, t2, TL_CAT_USER, "gloo:broadcast", 95 * MS, 2 * MS);
+    if (kernel) {
+        uint32_t s7 = tl_trace_track(t, TL_TRACK_STREAM, 1, 7, 0);
+        fx_launch(t, t1, s7, "volta_sgemm_128x64_nn", 1 * MS, 2 * MS, 5 * MS, 1);
+    }
+    CHECK_EQ_INT(tl_trace_finish(t), 0);
+}
+
+TEST(host_communication_on_a_cpu_only_trace)
+{
+    for (int k = 0; k < 3; k++) {
+        tl_trace t;
+        build_host_comm(&t, k == 1, k == 2);
+        tl_error err = {{0}};
+        tl_table *tab = tl_view_findings(&t, NULL, &err);
+        CHECK(tab != NULL);
+        if (!tab) {
+            tl_trace_free(&t);
+            return;
+        }
+        int r = finding_row(tab, "Host communication");
+        if (k == 0) {
+            CHECK(r >= 0);
+            CHECK_STR(fx_s(tab, r, "finding"), "Host communication takes 82% of the step time");
+            CHECK_EQ_INT(fx_i(tab, r, "at_stake_us"), 82 * MS);
+            CHECK_STR(fx_s(tab, r, "evidence"),
+                      "collectives on the host cover 82 ms of 100 ms per step (3 calls of "
+                      "gloo:all_reduce, on threads 2, 3); the trace has no GPU work");
+            /* what the distributed view shows: the same union, the calls in the window */
+            tl_comm c;
+            CHECK_EQ_INT(tl_comm_compute(&t, &c), 0);
+            CHECK_EQ_INT(c.host_comm, 82 * MS);
+            CHECK_EQ_INT(c.nhost, 4);
+        } else { /* with device work the kernels' check speaks; 2 %: nothing */
+            CHECK_EQ_INT(r, -1);
+        }
+        if ((k == 0) != (r >= 0))
+            dump(tab);
+        tl_table_free(tab);
+        tl_trace_free(&t);
+    }
+}
+
 TEST(copies_blocking_the_host_are_the_memcpy_views)
 {
     tl_trace t;
@@ -415,5 +479,6 @@ int main(void)
     RUN(long_gap_on_the_compute_stream);
     RUN(a_long_gap_is_named_by_its_length_and_staked_by_its_part_in_the_steps);
     RUN(copies_blocking_the_host_are_the_memcpy_views);
+    RUN(host_communication_on_a_cpu_only_trace);
     return test_summary();
 }

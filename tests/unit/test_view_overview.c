@@ -4,6 +4,7 @@
  * phases.
  */
 #include "analysis/analysis.h"
+#include "analysis/insight.h"
 #include "testlib.h"
 #include "views_fixture.h"
 
@@ -80,6 +81,34 @@ TEST(overview_gpu_part)
     CHECK_NEAR(fx_cell(g, fx_row(g, 0, "Kernel"), "ratio_pct")->d, 64.0, 1e-9);
     tl_table_free(tab);
     tl_trace_free(&t);
+}
+
+/* Communication kernels are named as the distributed view and the findings name them (one test,
+ * tl_is_comm_kernel_name): Ascend's HCCL too, not only NCCL/RCCL/oneCCL. */
+TEST(overview_names_communication_kernels_as_the_other_views)
+{
+    const char *names[] = {"ncclDevKernel_AllReduce_Sum_f32", "hcclAllReduce", "RCCL_kernel",
+                           "gemm"};
+    for (int k = 0; k < 4; k++) {
+        tl_trace t;
+        tl_trace_init(&t);
+        uint32_t a = tl_trace_track(&t, TL_TRACK_THREAD, 100, 1, -1);
+        uint32_t s7 = tl_trace_track(&t, TL_TRACK_STREAM, 100, 7, 0);
+        fx_step(&t, a, 0, 0, 100);
+        fx_event(&t, a, TL_CAT_RUNTIME, "cudaLaunchKernel", 20, 22, 1);
+        fx_event(&t, s7, TL_CAT_KERNEL, names[k], 30, 50, 1);
+        tl_trace_finish(&t);
+        tl_table *tab = tl_view_overview(&t, NULL, NULL);
+        CHECK(tab != NULL && tab->next != NULL);
+        if (tab && tab->next) {
+            int comm = tl_is_comm_kernel_name(names[k]);
+            CHECK_EQ_INT(comm, k < 3);
+            CHECK_EQ_INT(fx_time(tab->next, "Kernel", "gpu_time_us"), MS(20));
+            CHECK_EQ_INT(fx_time(tab->next, "Communication", "gpu_time_us"), comm ? MS(20) : -1);
+        }
+        tl_table_free(tab);
+        tl_trace_free(&t);
+    }
 }
 
 TEST(overview_without_steps)
@@ -208,6 +237,7 @@ int main(void)
 {
     RUN(overview_unions_and_ratios);
     RUN(overview_gpu_part);
+    RUN(overview_names_communication_kernels_as_the_other_views);
     RUN(overview_without_steps);
     RUN(overview_zero_length_step_is_no_step);
     RUN(overview_empty_trace);
