@@ -59,3 +59,40 @@ def test_breakdown_equals_tensorboard(name):
         assert abs(parts - s["step_us"]) < 0.01, s
     shares = {r["category"]: r["ratio_pct"] for r in doc["breakdown_avg"]["rows"]}
     assert abs(sum(shares.values()) - 100.0) < 0.01, shares
+
+
+def host_step_mean_us(path):
+    """The mean of the trace's ProfilerStep# ranges on the host, read here from the file."""
+    import gzip
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt") as f:
+        doc = json.load(f)
+    events = doc["traceEvents"] if isinstance(doc, dict) else doc
+    durs = [e["dur"] for e in events
+            if e.get("ph") == "X" and str(e.get("name", "")).startswith("ProfilerStep#")
+            and e.get("cat") != "gpu_user_annotation"]
+    return sum(durs) / len(durs)
+
+
+UNIT_US = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
+
+
+@pytest.mark.parametrize("name", sorted(TB))
+def test_step_time_unlike_the_host_steps_is_said(name):
+    """Where the plugin's steps (reaching to the end of their device work) are not the host's,
+    the breakdown says so and gives the host steps' mean, as the perf and model views show it."""
+    import re
+    path = shared_trace(name)
+    doc = breakdown(path)
+    avg = [r for r in doc["breakdown"]["rows"] if r["step"] == "Average"][0]["step_us"]
+    host = host_step_mean_us(path)
+    notes = [n for n in doc["breakdown"]["notes"] if n.startswith("Step Time is the plugin's")]
+    if abs(avg - host) < 0.001:
+        assert not notes, notes
+        return
+    assert len(notes) == 1, doc["breakdown"]["notes"]
+    m = re.search(r"average ([0-9.]+)(ns|us|ms|s)\.$", notes[0])
+    assert m, notes[0]
+    said = float(m.group(1)) * UNIT_US[m.group(2)]
+    # printed with three decimals of its unit
+    assert abs(said - host) <= 0.0005 * UNIT_US[m.group(2)] + 0.001, (said, host)

@@ -520,6 +520,9 @@ static tl_table *breakdown_diff(const tl_table *a, const tl_table *b, tl_error *
                   "deviation over the steps; a delta within it is marked noise%s.",
                   na, na == 1 ? "" : "s", nb, nb == 1 ? "" : "s",
                   na < 2 || nb < 2 ? " (not judged: fewer than 2 steps)" : "");
+    if (!strcmp(a->key, "breakdown"))
+        tl_table_note(t, "Step Time here is TensorBoard's (a step reaches to the end of the "
+                         "device work it launched), not the host step time of the tables above.");
     return t;
 oom:
     tl_table_free(t);

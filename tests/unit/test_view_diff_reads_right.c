@@ -205,6 +205,19 @@ TEST(model_compares_the_per_step_breakdown)
         CHECK_EQ_INT(fx_i(m, r, "noise_us"), 0);
     }
     tl_table_free(d);
+
+    /* the breakdown's Step Time is TensorBoard's, and its diff says so; the model's is not */
+    d = tl_view_diff(&a, &b, "model,breakdown", NULL, &err);
+    const tl_table *bd = d ? fx_table(d, "breakdown_diff") : NULL;
+    m = d ? fx_table(d, "model_steps_diff") : NULL;
+    CHECK(bd != NULL && m != NULL);
+    int said = 0;
+    for (int i = 0; bd && i < bd->nnotes; i++)
+        said += !strncmp(bd->notes[i], "Step Time here is TensorBoard's", 31);
+    for (int i = 0; m && i < m->nnotes; i++)
+        said += 10 * !strncmp(m->notes[i], "Step Time here is TensorBoard's", 31);
+    CHECK_EQ_INT(said, 1);
+    tl_table_free(d);
     tl_trace_free(&a);
     tl_trace_free(&b);
 
