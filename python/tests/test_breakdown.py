@@ -61,17 +61,16 @@ def test_breakdown_equals_tensorboard(name):
     assert abs(sum(shares.values()) - 100.0) < 0.01, shares
 
 
-def host_step_mean_us(path):
-    """The mean of the trace's ProfilerStep# ranges on the host, read here from the file."""
+def host_step_durs_us(path):
+    """The trace's ProfilerStep# ranges on the host, by name, read here from the file."""
     import gzip
     opener = gzip.open if path.endswith(".gz") else open
     with opener(path, "rt") as f:
         doc = json.load(f)
     events = doc["traceEvents"] if isinstance(doc, dict) else doc
-    durs = [e["dur"] for e in events
+    return {e["name"]: e["dur"] for e in events
             if e.get("ph") == "X" and str(e.get("name", "")).startswith("ProfilerStep#")
-            and e.get("cat") != "gpu_user_annotation"]
-    return sum(durs) / len(durs)
+            and e.get("cat") != "gpu_user_annotation"}
 
 
 UNIT_US = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
@@ -84,8 +83,15 @@ def test_step_time_unlike_the_host_steps_is_said(name):
     import re
     path = shared_trace(name)
     doc = breakdown(path)
-    avg = [r for r in doc["breakdown"]["rows"] if r["step"] == "Average"][0]["step_us"]
-    host = host_step_mean_us(path)
+    rows = doc["breakdown"]["rows"]
+    avg = [r for r in rows if r["step"] == "Average"][0]["step_us"]
+    durs = host_step_durs_us(path)
+    kept = [durs[r["step"]] for r in rows if r["step"] != "Average"]  # the steps it kept
+    host = sum(kept) / len(kept)
+    dropped = [n for n in doc["breakdown"]["notes"] if "trailing step(s) left out" in n]
+    assert bool(dropped) == (len(kept) < len(durs)), doc["breakdown"]["notes"]
+    if dropped:  # the count the other views have is said
+        assert dropped[0].endswith(f"the other views count all {len(durs)}."), dropped
     notes = [n for n in doc["breakdown"]["notes"] if n.startswith("Step Time is the plugin's")]
     if abs(avg - host) < 0.001:
         assert not notes, notes

@@ -508,20 +508,21 @@ tl_table *tl_view_breakdown(const tl_trace *t, const tl_view_opts *o, tl_error *
         tl_table_note(tab, "No steps in this trace: the span of the host operators is one step.");
     if (dropped)
         tl_table_note(tab,
-                      "%d trailing step(s) left out: they launched no device work, or much less "
-                      "than the step before (the profiler may have missed their kernels).",
-                      dropped);
-    int64_t host = 0; /* the steps as the other views time them: all of them, on the host */
-    for (int k = 0; k < steps.n && !steps.pseudo; k++)
+                      "%d trailing step(s) left out, as the plugin does: they launched no device "
+                      "work, or much less than the step before (the profiler may have missed "
+                      "their kernels); the other views count all %d.",
+                      dropped, steps.n);
+    int64_t host = 0; /* the steps kept as the other views time them: on the host */
+    for (int k = 0; k < n && !steps.pseudo; k++)
         host = tl_add_sat(host, steps.v[k].e - steps.v[k].s);
-    if (!steps.pseudo && host / steps.n != sum[R_N] / n) {
+    if (!steps.pseudo && host / n != sum[R_N] / n) {
         char h[32];
-        tl_fmt_time(h, sizeof h, host / steps.n, TL_UNIT_AUTO);
+        tl_fmt_time(h, sizeof h, host / n, TL_UNIT_AUTO);
         tl_table_note(tab,
                       "Step Time is the plugin's: a step reaches to the end of the device work "
-                      "it launched, from where the step before ended; the same steps on the "
-                      "host (the perf and model views) average %s.",
-                      h);
+                      "it launched, from where the step before ended; on the host (the perf "
+                      "and model views) %s average %s.",
+                      n == steps.n ? "the same steps" : "the steps kept here", h);
     }
 
     tl_table *avg =

@@ -918,6 +918,15 @@ tl_table *tl_view_findings(const tl_trace *t, const tl_view_opts *o, tl_error *e
     c.short_ns = o && o->threshold_ns > 0 ? o->threshold_ns : TL_SHORT_KERNEL_NS_DEFAULT;
     tl_table *tab = tl_table_new("Findings", "findings", find_cols, F_NCOLS);
     int scope_ok = tl_gpu_scope_init(t, o, &c.sc) == 0;
+    if (scope_ok && c.sc.all) { /* --window all: every finding over the whole file */
+        tl_ivset none = {0};
+        tl_ivset_free(&c.window);
+        tl_ivset_union(&c.sc.window, &none, &c.window); /* (a copy) */
+        scope_ok = !c.window.oom;
+        tl_trace_span(t, &c.w.t0, &c.w.t1);
+        c.w.total = c.sc.total;
+        c.w.nsteps = 0; /* "of the trace", not per step */
+    }
     if (!tab || !scope_ok) {
         tl_table_free(tab);
         tl_gpu_scope_free(&c.sc);

@@ -389,6 +389,36 @@ static void build_host_comm(tl_trace *t, int kernel, int small)
     CHECK_EQ_INT(tl_trace_finish(t), 0);
 }
 
+/* --window all reaches the GPU findings too: a step [0, 100 ms) with a kernel [10, 20) in it and
+ * one after it [150, 170): idle 90 ms of the step by default, 140 ms of the 170 ms file with
+ * --window all. */
+TEST(gpu_idle_follows_window_all)
+{
+    tl_trace t;
+    tl_trace_init(&t);
+    uint32_t th = tl_trace_track(&t, TL_TRACK_THREAD, 1, 1, -1);
+    uint32_t s7 = tl_trace_track(&t, TL_TRACK_STREAM, 1, 7, 0);
+    fx_ev(&t, th, TL_CAT_STEP, "ProfilerStep#1", 0, 100 * MS);
+    fx_launch(&t, th, s7, "sgemm", 5 * MS, 10 * MS, 10 * MS, 1);
+    fx_launch(&t, th, s7, "sgemm", 140 * MS, 150 * MS, 20 * MS, 2);
+    CHECK_EQ_INT(tl_trace_finish(&t), 0);
+    tl_view_opts o = {0};
+    for (int all = 0; all < 2; all++) {
+        o.window_all = all;
+        tl_error err = {{0}};
+        tl_table *tab = tl_view_findings(&t, &o, &err);
+        int r = tab ? finding_row(tab, "GPU idle") : -1;
+        CHECK(r >= 0);
+        if (r >= 0) {
+            CHECK_STR(fx_s(tab, r, "finding"),
+                      all ? "GPU idle 82% of the trace" : "GPU idle 90% of the step time");
+            CHECK_EQ_INT(fx_i(tab, r, "at_stake_us"), all ? 140 * MS : 90 * MS);
+        }
+        tl_table_free(tab);
+    }
+    tl_trace_free(&t);
+}
+
 TEST(host_communication_on_a_cpu_only_trace)
 {
     for (int k = 0; k < 3; k++) {
@@ -420,6 +450,21 @@ TEST(host_communication_on_a_cpu_only_trace)
         if ((k == 0) != (r >= 0))
             dump(tab);
         tl_table_free(tab);
+        if (k == 0) { /* --window all: the whole file, [0, 150 ms): 112 ms of collectives */
+            tl_view_opts o = {0};
+            o.window_all = 1;
+            tab = tl_view_findings(&t, &o, &err);
+            r = tab ? finding_row(tab, "Host communication") : -1;
+            CHECK(r >= 0);
+            if (r >= 0) {
+                CHECK_STR(fx_s(tab, r, "finding"), "Host communication takes 75% of the trace");
+                CHECK_EQ_INT(fx_i(tab, r, "at_stake_us"), 112 * MS);
+                CHECK_STR(fx_s(tab, r, "evidence"),
+                          "collectives on the host cover 112 ms of 150 ms (4 calls of "
+                          "gloo:all_reduce, on threads 2, 3); the trace has no GPU work");
+            }
+            tl_table_free(tab);
+        }
         tl_trace_free(&t);
     }
 }
@@ -480,5 +525,6 @@ int main(void)
     RUN(a_long_gap_is_named_by_its_length_and_staked_by_its_part_in_the_steps);
     RUN(copies_blocking_the_host_are_the_memcpy_views);
     RUN(host_communication_on_a_cpu_only_trace);
+    RUN(gpu_idle_follows_window_all);
     return test_summary();
 }
