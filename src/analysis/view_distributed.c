@@ -196,8 +196,11 @@ tl_table *tl_view_distributed(const tl_trace *t, const tl_view_opts *o, tl_error
         : o && o->window_all ? "Whole file"
                              : "Profiled window",
         0, steps ? c.window.nsteps : -1, w, w);
-    row(tab, "Communication (GPU)", 1, c.ncomm, c.comm, w);
-    row(tab, "Computation (GPU)", 1, c.ncomp, c.comp, w);
+    char comm_row[48], comp_row[48]; /* named as the trace names its accelerator */
+    snprintf(comm_row, sizeof comm_row, "Communication (%s)", tl_accel_name(t));
+    snprintf(comp_row, sizeof comp_row, "Computation (%s)", tl_accel_name(t));
+    row(tab, comm_row, 1, c.ncomm, c.comm, w);
+    row(tab, comp_row, 1, c.ncomp, c.comp, w);
     row(tab, "Overlap", 1, -1, c.overlap, w);
     row(tab, "Exposed communication", 1, -1, c.exposed, w);
     row(tab, "Communication (host)", 1, c.nhost, c.host_comm, w);

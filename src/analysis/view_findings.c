@@ -305,8 +305,8 @@ static void check_launch_bound(ctx *c)
         snprintf(f->evidence, sizeof f->evidence, "%lld/%lld kernels short; avg kernel %s",
                  (long long)s->short_kernels, (long long)s->kernels, ka);
     snprintf(f->hint, sizeof f->hint,
-             "fuse small ops (torch.compile), use CUDA graphs, batch per-item tensor ops "
-             "(zeros/cat in loops)");
+             "fuse small ops (torch.compile)%s, batch per-item tensor ops (zeros/cat in loops)",
+             strcmp(tl_accel_name(c->t), "GPU") ? "" : ", use CUDA graphs");
 }
 
 /* Synchronous or pageable copies: the host is blocked for the copy. */

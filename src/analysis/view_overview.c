@@ -20,6 +20,8 @@
 #include "analysis/steps.h"
 #include "analysis/views.h"
 
+#include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,6 +85,19 @@ static int reaches_window(const tl_ivset *win, int clip, int64_t s, int64_t end,
     return k < win->n && win->v[k].s < end;
 }
 
+/* A host category's row: Paddle's names (CudaRuntime), the runtime named after the trace's
+ * accelerator when it is not a GPU (MtiaRuntime, as Kineto's mtia_runtime). */
+static const char *host_cat_name(const tl_trace *t, tl_cat c, char *buf, size_t n)
+{
+    const char *accel = tl_accel_name(t);
+    if (c != TL_CAT_RUNTIME || !strcmp(accel, "GPU"))
+        return tl_cat_name(c);
+    snprintf(buf, n, "%c%sRuntime", accel[0], accel + 1);
+    for (char *p = buf + 1; *p && p < buf + strlen(accel); p++)
+        *p = (char)tolower((unsigned char)*p);
+    return buf;
+}
+
 static void add_row(tl_table *tab, const char *name, int indent, int64_t calls, int64_t time,
                     int64_t whole)
 {
@@ -105,6 +120,7 @@ tl_table *tl_view_overview(const tl_trace *t, const tl_view_opts *o, tl_error *e
     tl_window w;
     tl_ivset win = {0};
     tl_gpu_scope sc;
+    char cat_buf[48]; /* host_cat_name */
     if (tl_gpu_scope_init(t, o, &sc) != 0) {
         tl_error_setc(err, TL_ERR_NOMEM, "overview: out of memory");
         return NULL;
@@ -189,7 +205,8 @@ tl_table *tl_view_overview(const tl_trace *t, const tl_view_opts *o, tl_error *e
         tl_cat c = tl_phase_cats[p];
         if (!host[c].calls)
             continue;
-        add_row(tab, tl_cat_name(c), w.nsteps ? 1 : 0, host[c].calls, htime[c], w.total);
+        add_row(tab, host_cat_name(t, c, cat_buf, sizeof cat_buf), w.nsteps ? 1 : 0, host[c].calls,
+                htime[c], w.total);
         tl_ivset tmp = {0};
         tl_ivset_union(&phase_union, &host[c].iv, &tmp);
         tl_ivset_free(&phase_union);
@@ -205,7 +222,8 @@ tl_table *tl_view_overview(const tl_trace *t, const tl_view_opts *o, tl_error *e
     for (int c = 0; c < TL_CAT_COUNT; c++) {
         if (c == TL_CAT_STEP || tl_phase_index((tl_cat)c) >= 0 || !host[c].calls)
             continue;
-        add_row(tab, tl_cat_name((tl_cat)c), 0, host[c].calls, htime[c], w.total);
+        add_row(tab, host_cat_name(t, (tl_cat)c, cat_buf, sizeof cat_buf), 0, host[c].calls,
+                htime[c], w.total);
     }
     tl_table_sort(tab, OV_TIME, 1, from);
     if (w.nsteps)

@@ -14,6 +14,7 @@
 #include "cli/commands.h"
 #include "cli/runner.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -31,24 +32,15 @@ static const char *const window_words[] = {"steps", "all", NULL};
 
 /* A stream or device id: an integer >= 0 ("gpu3" and "GPU3" for a device); field: the view
  * options. */
-static int parse_id(const char *v, int64_t *out)
-{
-    if (!strncasecmp(v, "gpu", 3))
-        v += 3;
-    char *end;
-    errno = 0;
-    long long n = strtoll(v, &end, 10);
-    if (!*v || *end || errno || n < 0)
-        return -1;
-    *out = n;
-    return 0;
-}
-
 static int parse_stream(const char *v, void *field)
 {
     tl_view_opts *vo = field;
-    if (!strncasecmp(v, "gpu", 3) || parse_id(v, &vo->stream) != 0)
+    char *end;
+    errno = 0;
+    long long n = strtoll(v, &end, 10);
+    if (!isdigit((unsigned char)*v) || *end || errno)
         return -1;
+    vo->stream = n;
     vo->stream_set = 1;
     return 0;
 }
@@ -57,7 +49,7 @@ static int parse_device(const char *v, void *field)
 {
     tl_view_opts *vo = field;
     int64_t d;
-    if (parse_id(v, &d) != 0 || d > INT32_MAX)
+    if (cli_device_id(v, &d) != 0)
         return -1;
     vo->device = (int32_t)d;
     vo->device_set = 1;
@@ -75,7 +67,7 @@ static const cli_option options[] = {
     CLI_OPTION("asc", 0, CLI_FLAG, vo.ascending, NULL, "sort ascending"),
     CLI_PARSED("stream", vo, "S", parse_stream, "a stream id >= 0",
                "only stream S (its gaps are listed whatever its role)"),
-    CLI_PARSED("device", vo, "D", parse_device, "gpuN or N", "only device D"),
+    CLI_PARSED("device", vo, "D", parse_device, "gpuN, mtiaN or N", "only device D"),
     CLI_WORDS("window", vo.window_all, "W", window_words,
               "'steps' (default: the profiled steps) or 'all' (the whole file)"),
     CLI_OPTION("linked-only", 0, CLI_FLAG, vo.linked_only, NULL,

@@ -39,12 +39,8 @@ static int parse_device(const char *v, void *field)
         vo->device_set = 1;
         return 0;
     }
-    if (!strncasecmp(v, "gpu", 3))
-        v += 3;
-    char *end;
-    errno = 0;
-    long d = strtol(v, &end, 10);
-    if (!*v || *end || errno || d < 0 || d > 1000000)
+    int64_t d;
+    if (cli_device_id(v, &d) != 0)
         return -1;
     vo->device = (int32_t)d;
     vo->device_set = 1;
@@ -52,7 +48,7 @@ static int parse_device(const char *v, void *field)
 }
 
 static const cli_option options[] = {
-    CLI_PARSED("device", vo, "D", parse_device, "cpu, gpuN or N",
+    CLI_PARSED("device", vo, "D", parse_device, "cpu, gpuN, mtiaN or N",
                "show one device: cpu (host memory), gpu0 (or 0), ..."),
     CLI_OPTION("log", 0, CLI_STRING, log, "OUT",
                "also write InternLM's memory.log: to OUT when it ends in .log, else to\n"

@@ -8,6 +8,7 @@
 #include "record/env_check.h"
 #include "report/table.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -357,4 +358,21 @@ int cli_parse(const cli_command *c, int argc, char **argv, void *state)
         return 2;
     }
     return CLI_CONTINUE;
+}
+
+int cli_device_id(const char *v, int64_t *out)
+{
+    static const char *const accel[] = {"gpu", "mtia", "cuda"}; /* (tl_accel_name's names) */
+    for (size_t k = 0; k < sizeof accel / sizeof *accel; k++)
+        if (!strncasecmp(v, accel[k], strlen(accel[k]))) {
+            v += strlen(accel[k]);
+            break;
+        }
+    char *end;
+    errno = 0;
+    long long n = strtoll(v, &end, 10);
+    if (!*v || *end || errno || n < 0 || n > INT32_MAX || !isdigit((unsigned char)*v))
+        return -1;
+    *out = n;
+    return 0;
 }

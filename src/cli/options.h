@@ -16,6 +16,7 @@
 #define TALLY_CLI_OPTIONS_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 /* cli_parse's answer when the verb should go on (any other answer is the exit status). */
@@ -101,5 +102,9 @@ int cli_parse(const cli_command *c, int argc, char **argv, void *state);
 
 /* The help of a verb, generated from its table. */
 void cli_help(const cli_command *c, FILE *f);
+
+/* A device named on the command line: N, or N after an accelerator's name as the reports write
+ * it ("gpu0", "GPU 0" without the space, "mtia9"; any case). Returns 0 with *out, or -1. */
+int cli_device_id(const char *v, int64_t *out);
 
 #endif

@@ -215,6 +215,9 @@ static void write_tables(FILE *f, const char *verb, const cli_job *job, const tl
     }
     if (nwarn && job->fmt == TL_FMT_TEXT)
         tl_out_text(&o, "%s", "");
+    /* the accelerator named as the trace names it (both traces, when two) */
+    if (n == 1 || (n == 2 && !strcmp(tl_accel_name(&t[0]), tl_accel_name(&t[1]))))
+        tl_table_name_accel(tab, tl_accel_name(&t[0])); /* (out of memory: left as it was) */
     for (const tl_table *x = tab; x; x = x->next)
         tl_out_table(&o, x);
     tl_out_end(&o);

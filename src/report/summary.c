@@ -382,6 +382,7 @@ static void report_flush(report_out *r, FILE *f, const tl_trace *t, const tl_rep
 {
     report_begin(r, f, t, o);
     for (int i = 0; i < tl_nview_defs; i++) {
+        tl_table_name_accel(held[i], tl_accel_name(t)); /* (out of memory: left as it was) */
         for (const tl_table *tab = held[i]; tab; tab = tab->next)
             tl_out_table(&r->out, tab);
         tl_table_free(held[i]);

@@ -268,6 +268,78 @@ static void free_row(tl_table *t, int row)
     }
 }
 
+/* s with the words GPU and CUDA replaced by accel, in a new string; NULL when s has neither
+ * (or out of memory: *oom set). */
+static char *accel_words(const char *s, const char *accel, int *oom)
+{
+    static const char *const words[] = {"GPU", "CUDA"};
+    size_t n = strlen(s), an = strlen(accel), hits = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        char *out = pass ? malloc(n + hits * an + 1) : NULL, *o = out;
+        if (pass && !out) {
+            *oom = 1;
+            return NULL;
+        }
+        for (size_t i = 0; i < n;) {
+            size_t w = 0;
+            for (int k = 0; k < 2 && !w; k++) {
+                size_t wl = strlen(words[k]);
+                if (!strncmp(s + i, words[k], wl) &&
+                    (i == 0 || !isalnum((unsigned char)s[i - 1])) &&
+                    !isalnum((unsigned char)s[i + wl]) && s[i + wl] != '_')
+                    w = wl;
+            }
+            if (w) {
+                hits += !pass;
+                if (pass) {
+                    memcpy(o, accel, an);
+                    o += an;
+                }
+                i += w;
+            } else {
+                if (pass)
+                    *o++ = s[i];
+                i++;
+            }
+        }
+        if (!pass && !hits)
+            return NULL;
+        if (pass) {
+            *o = 0;
+            return out;
+        }
+    }
+    return NULL;
+}
+
+/* Replace *s by its accel_words, when it has any. */
+static void accel_rename(char **s, const char *accel, int *oom)
+{
+    char *r = *s ? accel_words(*s, accel, oom) : NULL;
+    if (r) {
+        free(*s);
+        *s = r;
+    }
+}
+
+int tl_table_name_accel(tl_table *t, const char *accel)
+{
+    int oom = 0;
+    if (!accel || !strcmp(accel, "GPU"))
+        return 0;
+    for (; t; t = t->next) {
+        accel_rename(&t->title, accel, &oom);
+        for (int c = 0; c < t->ncols; c++) {
+            char *title = (char *)t->cols[c].title; /* (owned: tl_table_new copies it) */
+            accel_rename(&title, accel, &oom);
+            t->cols[c].title = title;
+        }
+        for (int i = 0; i < t->nnotes; i++)
+            accel_rename(&t->notes[i], accel, &oom);
+    }
+    return oom ? -1 : 0;
+}
+
 void tl_table_free(tl_table *t)
 {
     while (t) {

@@ -98,6 +98,11 @@ void tl_table_float(tl_table *t, int row, int col, double v);
 void tl_table_note(tl_table *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The note just added is why the table holds nothing to read (tl_table.why_empty). */
 void tl_table_note_is_why_empty(tl_table *t);
+/* Name the accelerator as the trace does (tl_accel_name: "MTIA"): in the titles, column titles
+ * and notes of every table of the chain, the words GPU and CUDA become accel; keys, and the rows
+ * (names from the trace), are left as they are. Nothing changes for "GPU" (CUDA and ROCm traces)
+ * or NULL. Returns 0, or -1 when out of memory (a text not renamed stays as it was). */
+int tl_table_name_accel(tl_table *t, const char *accel);
 /* Stable sort of rows [from, nrows) by column col; desc != 0 for descending. Empty cells last. */
 void tl_table_sort(tl_table *t, int col, int desc, int from);
 /* Column index by key or by title (case-insensitive), -1 if none. */
