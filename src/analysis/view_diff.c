@@ -302,7 +302,9 @@ static tl_table *diff_join(const tl_table *a, const tl_table *b, const char *met
         ac = -1;
     if (bc >= 0 && b->cols[bc].type != TL_COL_INT)
         bc = -1;
-    int with_calls = ac >= 0 || bc >= 0;
+    /* (not when the metric, or the column beside it, is the calls: they are shown then) */
+    int with_calls = (ac >= 0 || bc >= 0) && strcmp(mcol->key, "calls") &&
+                     !(acol && !strcmp(acol->key, "calls"));
 
     trio m, m2;
     make_trio(mcol, !with_also, &m);

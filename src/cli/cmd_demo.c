@@ -49,6 +49,10 @@ struct demo {
     int fmt;              /* --format: a tl_format */
     char default_views[256];
     int quiet_report; /* the sequence-length study: no report per run */
+    /* csv: every report of the run (each variant, each window) in one document, one header
+     * row; csv's view column then starts with the trace's name ("demo-fused.ops") */
+    tl_out csv;
+    int csv_begun;
     /* filled by the trace-ready handler during tally_stop */
     char *paths[MAX_WINDOWS];
     int npaths;
@@ -372,6 +376,20 @@ static int run_variant(struct demo *d, llama_model *m, const char *name, struct 
         ro.unit = TL_UNIT_AUTO;
         ro.header = 1;
         ro.vo.brief = !d->views; /* the memory view's short form in the default report */
+        char prefix[128];
+        if (d->fmt == TL_FMT_CSV) {
+            if (!d->csv_begun) {
+                tl_out_begin(&d->csv, stdout, TL_FMT_CSV, TL_UNIT_AUTO);
+                d->csv_begun = 1;
+            }
+            const char *base = strrchr(d->paths[i], '/');
+            base = base ? base + 1 : d->paths[i];
+            const char *dot = strrchr(base, '.');
+            snprintf(prefix, sizeof prefix, "%.*s.", dot ? (int)(dot - base) : (int)strlen(base),
+                     base);
+            ro.out = &d->csv;
+            ro.key_prefix = prefix;
+        }
         int wrc = d->quiet_report ? 0 : tl_report_write(stdout, &t, &ro, &err);
         struct variant_stats s;
         stats_of(&t, &s);
@@ -641,6 +659,8 @@ int cmd_demo(int argc, char **argv)
         rc = run_variant(&d, m,
                          d.cfg.rmsnorm == LLAMA_RMSNORM_FUSED ? "demo-fused" : "demo-unfused", &su);
     }
+    if (d.csv_begun)
+        tl_out_end(&d.csv);
     for (int i = 0; i < d.npaths; i++)
         free(d.paths[i]);
     llama_free(m);

@@ -291,7 +291,10 @@ int cli_parse(const cli_command *c, int argc, char **argv, void *state)
                 break;
             }
             if (nops >= cap) {
-                fail(c, "unexpected argument '%s' (expected %s)", a, c->what);
+                if (c->what)
+                    fail(c, "unexpected argument '%s' (expected %s)", a, c->what);
+                else
+                    fail(c, "unexpected argument '%s': tally %s takes options only", a, c->verb);
                 return 2;
             }
             ((const char **)(base + c->operands_off))[nops++] = a;

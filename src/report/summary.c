@@ -349,7 +349,8 @@ static void header_line(tl_out *out, const tl_trace *t)
 
 /* The output of a report, begun at its first table: the header and the warnings go first. */
 typedef struct report_out {
-    tl_out out;
+    tl_out own;
+    tl_out *out; /* own, or the caller's (tl_report_opts.out) */
     int begun;
 } report_out;
 
@@ -358,8 +359,10 @@ static void report_begin(report_out *r, FILE *f, const tl_trace *t, const tl_rep
     if (r->begun)
         return;
     r->begun = 1;
-    tl_out *out = &r->out;
-    tl_out_begin(out, f, o->fmt, o->unit);
+    tl_out *out = o->out ? o->out : &r->own;
+    r->out = out;
+    if (!o->out)
+        tl_out_begin(out, f, o->fmt, o->unit);
     out->wide = o->wide;
     if (o->fmt == TL_FMT_JSON) {
         char *meta = tl_trace_meta_json(t);
@@ -383,8 +386,17 @@ static void report_flush(report_out *r, FILE *f, const tl_trace *t, const tl_rep
     report_begin(r, f, t, o);
     for (int i = 0; i < tl_nview_defs; i++) {
         tl_table_name_accel(held[i], tl_accel_name(t)); /* (out of memory: left as it was) */
+        for (tl_table *tab = held[i]; tab && o->key_prefix; tab = tab->next) {
+            size_t n = strlen(o->key_prefix) + strlen(tab->key) + 1;
+            char *k = malloc(n);
+            if (k) { /* (out of memory: the key as it was) */
+                snprintf(k, n, "%s%s", o->key_prefix, tab->key);
+                free(tab->key);
+                tab->key = k;
+            }
+        }
         for (const tl_table *tab = held[i]; tab; tab = tab->next)
-            tl_out_table(&r->out, tab);
+            tl_out_table(r->out, tab);
         tl_table_free(held[i]);
         held[i] = NULL;
     }
@@ -972,15 +984,16 @@ int tl_report_write(FILE *f, const tl_trace *t, const tl_report_opts *o, tl_erro
         goto out;
     }
     report_flush(&ro, f, t, o, held); /* begins the output of a report with no view */
-    tl_out_end(&ro.out);
+    if (!o->out)
+        tl_out_end(ro.out);
     if (!sort_given)
         ahead_end(&a);
     return 0;
 out:
     if (!sort_given)
         ahead_end(&a);
-    if (ro.begun)
-        tl_out_abort(&ro.out);
+    if (ro.begun && !o->out)
+        tl_out_abort(ro.out);
     for (int i = 0; i < tl_nview_defs; i++)
         tl_table_free(held[i]);
     return rc;

@@ -72,6 +72,10 @@ typedef struct tl_report_opts {
      * whose estimate is larger runs alone. The output is the same for any budget. */
     size_t scratch_budget;
     struct tl_report_sched *sched; /* when set, how the views were scheduled (below) */
+    /* When set, the report goes into this output, begun and ended by the caller: several
+     * reports in one csv document (tally demo: one header row for its runs); f is unused. */
+    struct tl_out *out;
+    const char *key_prefix; /* when set, each table's key (csv's view column) starts with it */
 } tl_report_opts;
 
 /* How a report's threads computed its views (tl_report_opts.sched). */

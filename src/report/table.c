@@ -1028,16 +1028,44 @@ static void lb_field(linebuf *b, const char *s, int w, int left)
         lb_pad(b, ' ', w - sw);
 }
 
-/* The text of cell (r, c) with its indentation (at most 40 blanks, then at most 511 bytes),
- * into buf. */
-static void text_cell(char buf[552], const tl_table *t, int r, int c, tl_unit unit)
+/* Room for a cell's text: its own bytes, then the heap for a longer name (--wide prints a
+ * kernel's 657-byte name whole). */
+typedef struct cellbuf {
+    char *p; /* small, or a heap block of cap bytes */
+    size_t cap;
+    char small[552];
+} cellbuf;
+
+/* The text of cell (r, c) with its indentation (at most 40 blanks), in cb (the whole name;
+ * without memory for it, its first 511 bytes). */
+static const char *text_cell(cellbuf *cb, const tl_table *t, int r, int c, tl_unit unit)
 {
     const tl_cell *cell = ccell_at(t, r, c);
-    int ind = cell->set && t->cols[c].type == TL_COL_STR ? cell->indent : 0;
+    int str = cell->set && t->cols[c].type == TL_COL_STR;
+    int ind = str ? cell->indent : 0;
     if (ind > 20)
         ind = 20;
-    memset(buf, ' ', (size_t)ind * 2);
-    fmt_text_cell(buf + ind * 2, 512, cell, t->cols[c].type, unit);
+    size_t need = (size_t)ind * 2 + (str && cell->s ? strlen(cell->s) : 0) + 64;
+    if (!cb->p) {
+        cb->p = cb->small;
+        cb->cap = sizeof cb->small;
+    }
+    if (need > cb->cap) {
+        char *np = cb->p == cb->small ? malloc(need) : realloc(cb->p, need);
+        if (np) {
+            cb->p = np;
+            cb->cap = need;
+        }
+    }
+    memset(cb->p, ' ', (size_t)ind * 2);
+    fmt_text_cell(cb->p + ind * 2, cb->cap - (size_t)ind * 2, cell, t->cols[c].type, unit);
+    return cb->p;
+}
+
+static void cellbuf_free(cellbuf *cb)
+{
+    if (cb->p != cb->small)
+        free(cb->p);
 }
 
 /* Two passes over the cells, each formatting them again: one for the column widths, one to
@@ -1068,13 +1096,12 @@ static void text_table(tl_out *o, const tl_table *t)
                 show[c] = 1;
                 hidden--;
             }
-    char buf[552];
+    cellbuf cb = {0};
     for (int r = 0; r < nr; r++) {
         for (int c = 0; c < nc; c++) {
             if (!show[c])
                 continue;
-            text_cell(buf, t, r, c, o->unit);
-            int cw = disp_width(buf);
+            int cw = disp_width(text_cell(&cb, t, r, c, o->unit));
             if (!o->wide && t->cols[c].type == TL_COL_STR && cw > TL_TEXT_MAX_NAME)
                 cw = TL_TEXT_MAX_NAME;
             if (cw > w[c])
@@ -1128,8 +1155,7 @@ static void text_table(tl_out *o, const tl_table *t)
                     continue;
                 if (k++)
                     lb_putn(&b, "  ", 2);
-                text_cell(buf, t, r, c, o->unit);
-                lb_field(&b, buf, w[c], t->cols[c].left);
+                lb_field(&b, text_cell(&cb, t, r, c, o->unit), w[c], t->cols[c].left);
             }
             lb_flush(&b, f);
         }
@@ -1145,6 +1171,7 @@ static void text_table(tl_out *o, const tl_table *t)
     }
     for (int i = 0; i < t->nnotes; i++)
         fprintf(f, "%s\n", t->notes[i]);
+    cellbuf_free(&cb);
     free(b.p);
     free(w);
     free(show);

@@ -40,4 +40,18 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 assert isinstance(d, list) and len(d) == 2 and all("model" in r for r in d)
 PY
+# --format csv with both: one csv document, one header row; the view column names the run
+"$TALLY" demo --steps 1 --rmsnorm both --layers 1 --dim 64 --heads 4 --kv-heads 2 --ffn 64 \
+  --seq 16 --batch 1 --vocab 64 --text-bytes 16 -o "$work/out3" --format csv \
+  >"$work/both.csv" 2>/dev/null || fail "tally demo --rmsnorm both --format csv failed"
+python3 - "$work/both.csv" <<'PY' || fail "--format csv with both is not one csv table of both runs"
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1], newline="")))
+head, body = rows[0], rows[1:]
+assert head[0] == "view" and "view" not in [r[0] for r in body], "one header row"
+assert all(len(r) == len(head) for r in body), "every row as wide as the header"
+views = {r[0] for r in body}
+for run in ("demo-unfused", "demo-fused"):
+    assert f"{run}.model" in views, (run, sorted(views))
+PY
 echo "demo_rmsnorm_both: ok ($line)"

@@ -54,10 +54,16 @@ static const cli_command two_files = {
     CLI_TABLE,
 };
 
+static const cli_command no_operands = {
+    .verb = "solo",
+    .about = "A command that takes no operand.",
+    CLI_TABLE,
+};
+
 /* cli_parse on the words of line (split at spaces) with stderr caught: its exit status (or
  * CLI_CONTINUE), the state, and what it printed on stderr. */
 static char g_err[1024];
-static int parse(const char *line, struct state *st)
+static int parse_as(const cli_command *c, const char *line, struct state *st)
 {
     static char buf[512];
     char *argv[32];
@@ -71,7 +77,7 @@ static int parse(const char *line, struct state *st)
     FILE *tmp = tmpfile();
     int saved = dup(2);
     dup2(fileno(tmp), 2);
-    int rc = cli_parse(&two_files, argc, argv, st);
+    int rc = cli_parse(c, argc, argv, st);
     fflush(stderr);
     dup2(saved, 2);
     close(saved);
@@ -80,6 +86,11 @@ static int parse(const char *line, struct state *st)
     g_err[n] = 0;
     fclose(tmp);
     return rc;
+}
+
+static int parse(const char *line, struct state *st)
+{
+    return parse_as(&two_files, line, st);
 }
 
 /* Each command line must be a usage error: status 2 and one line on stderr, this one when the
@@ -124,6 +135,15 @@ TEST(usage_errors_are_one_line_and_status_2)
             fprintf(stderr, "'%s': got %s", usage_errors[i].args, g_err);
         }
     }
+}
+
+/* A verb that takes no operand (tally demo) names none it expects ("(null)" before). */
+TEST(an_operand_to_a_verb_without_any)
+{
+    struct state st;
+    CHECK_EQ_INT(parse_as(&no_operands, "foo", &st), 2);
+    CHECK_STR(g_err, "tally solo: unexpected argument 'foo': tally solo takes options only\n");
+    CHECK_EQ_INT(parse_as(&no_operands, "--top 3", &st), CLI_CONTINUE);
 }
 
 TEST(forms_of_a_value_are_equivalent)
@@ -228,6 +248,7 @@ int main(void)
     RUN(the_last_of_a_repeated_option_wins);
     RUN(kinds_store_their_values);
     RUN(usage_errors_are_one_line_and_status_2);
+    RUN(an_operand_to_a_verb_without_any);
     RUN(dashes_alone_and_negative_numbers_are_values);
     RUN(help_is_generated_from_the_table);
     RUN(nearest_name);

@@ -62,6 +62,10 @@ TEST(join_marks_new_vanished_and_sorts_by_abs_delta)
         /* gelu +2 and relu -2 tie on |delta|: name order decides */
         CHECK_STR(fx_s(d, 0, "name"), "aten::gelu");
         CHECK_EQ_INT(fx_i(d, 0, "calls_delta"), 2);
+        /* the calls are the metric: their columns once, every key once */
+        for (int c = 0; c < d->ncols; c++)
+            for (int k = 0; k < c; k++)
+                CHECK(strcmp(d->cols[c].key, d->cols[k].key) != 0);
         tl_table_free(d);
     }
     CHECK(tl_table_diff(a, b, "no_such", "x", "x", 0, &err) == NULL);

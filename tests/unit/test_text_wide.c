@@ -81,6 +81,37 @@ TEST(renderer_cuts_at_60_unless_wide)
     tl_table_free(t);
 }
 
+/* A name of 2000 bytes (C++ template kernels pass 600) prints whole with --wide, indented, and
+ * the column beside it still lines up. */
+TEST(wide_prints_a_name_of_any_length)
+{
+    static const tl_col cols[] = {{"Name", "name", TL_COL_STR, 1},
+                                  {"Calls", "calls", TL_COL_INT, 0}};
+    tl_table *t = tl_table_new("Kernels", "kernels", cols, 2);
+    char name[2001];
+    for (int i = 0; i < 2000; i++)
+        name[i] = (char)('a' + i % 26);
+    name[2000] = 0;
+    int r = tl_table_add_row(t);
+    tl_table_str(t, r, 0, name);
+    tl_table_indent(t, r, 0, 2);
+    tl_table_int(t, r, 1, 7);
+    r = tl_table_add_row(t);
+    tl_table_str(t, r, 0, "short");
+    tl_table_int(t, r, 1, 8);
+    char *wide = render(t, 1);
+    CHECK(wide != NULL);
+    if (wide) {
+        char line[2100];
+        snprintf(line, sizeof line, "\n    %s  %5d\n", name, 7);
+        CHECK(strstr(wide, line) != NULL);
+        snprintf(line, sizeof line, "\nshort%*s  %5d\n", 2004 - 5, "", 8);
+        CHECK(strstr(wide, line) != NULL);
+    }
+    free(wide);
+    tl_table_free(t);
+}
+
 /* Run the tally binary of this build with args on the fixture; its stdout, malloc'd. */
 static char *tally(const char *args)
 {
@@ -158,5 +189,6 @@ int main(void)
 {
     RUN(renderer_cuts_at_60_unless_wide);
     RUN(cli_wide_prints_names_whole);
+    RUN(wide_prints_a_name_of_any_length);
     return test_summary();
 }
