@@ -478,8 +478,9 @@ static double spread_noise(const step_spread *sa, const step_spread *sb)
     return sa->n >= 2 && sb->n >= 2 ? fmax(sa->sd, sb->sd) : -1;
 }
 
-/* One row of a before/after table; a change within noise is "noise" (noise < 0: not judged). */
-static void step_row(tl_table *t, const char *name, double a, double b, double noise)
+/* One row of a before/after table; a change within noise is "noise" (noise < 0: not judged
+ * against noise); judge 0: no change word at all (the two values are not of one kind). */
+static void step_row(tl_table *t, const char *name, double a, double b, double noise, int judge)
 {
     int r = tl_table_add_row(t);
     if (r < 0)
@@ -492,7 +493,21 @@ static void step_row(tl_table *t, const char *name, double a, double b, double n
         tl_table_float(t, r, S_RATIO, b / a);
     if (noise >= 0)
         tl_table_time(t, r, S_NOISE, llround(noise));
-    tl_table_str(t, r, S_CHANGE, change_word(1, 1, (double)(llround(b) - llround(a)), noise, 1));
+    if (judge)
+        tl_table_str(t, r, S_CHANGE,
+                     change_word(1, 1, (double)(llround(b) - llround(a)), noise, 1));
+}
+
+/* Whether a per-step table is of a trace without steps (its one step is the whole trace). */
+static int whole_trace_step(const tl_table *t)
+{
+    int c = tl_table_find_col(t, "step");
+    for (int r = 0; c >= 0 && r < t->nrows; r++) {
+        const tl_cell *x = tl_table_cell(t, r, c);
+        if (x->set && x->s && !strcmp(x->s, "(whole trace)"))
+            return 1;
+    }
+    return 0;
 }
 
 static tl_table *breakdown_diff(const tl_table *a, const tl_table *b, tl_error *err)
@@ -503,7 +518,7 @@ static tl_table *breakdown_diff(const tl_table *a, const tl_table *b, tl_error *
     tl_table *t = tl_table_new(title, key, step_cols, S_NCOLS);
     if (!t)
         goto oom;
-    int na = 0, nb = 0;
+    int na = 0, nb = 0, wa = whole_trace_step(a), wb = whole_trace_step(b);
     for (int c = 0; c < a->ncols; c++) {
         if (a->cols[c].type != TL_COL_TIME)
             continue;
@@ -513,7 +528,7 @@ static tl_table *breakdown_diff(const tl_table *a, const tl_table *b, tl_error *
         step_spread sa, sb;
         if (column_spread(a, c, &sa) != 0 || column_spread(b, cb, &sb) != 0)
             goto oom;
-        step_row(t, a->cols[c].title, sa.mean, sb.mean, spread_noise(&sa, &sb));
+        step_row(t, a->cols[c].title, sa.mean, sb.mean, spread_noise(&sa, &sb), wa == wb);
         na = sa.n;
         nb = sb.n;
     }
@@ -522,6 +537,11 @@ static tl_table *breakdown_diff(const tl_table *a, const tl_table *b, tl_error *
                   "deviation over the steps; a delta within it is marked noise%s.",
                   na, na == 1 ? "" : "s", nb, nb == 1 ? "" : "s",
                   na < 2 || nb < 2 ? " (not judged: fewer than 2 steps)" : "");
+    if (wa != wb)
+        tl_table_note(t,
+                      "The %s trace has no steps: its one step here is the whole trace, not a "
+                      "step like the other's; no change is judged.",
+                      wa ? "before" : "after");
     if (!strcmp(a->key, "breakdown"))
         tl_table_note(t, "Step Time here is TensorBoard's (a step reaches to the end of the "
                          "device work it launched), not the host step time of the tables above.");
@@ -572,15 +592,20 @@ static tl_table *step_table(const tl_trace *a, const tl_trace *b, const step_spr
     if (!t)
         return NULL;
     int steps = wa.nsteps && wb.nsteps;
-    if (steps)
+    if (steps) {
         step_row(t, "Avg step", (double)wa.total / wa.nsteps, (double)wb.total / wb.nsteps,
-                 spread_noise(sa, sb));
-    step_row(t, steps ? "All steps" : "Trace span", (double)wa.total, (double)wb.total,
-             steps && noise_rel >= 0 ? noise_rel * fmax((double)wa.total, (double)wb.total) : -1);
+                 spread_noise(sa, sb), 1);
+        step_row(t, "All steps", (double)wa.total, (double)wb.total,
+                 noise_rel >= 0 ? noise_rel * fmax((double)wa.total, (double)wb.total) : -1, 1);
+    } else { /* a trace without steps: the whole spans, first event to last, of both */
+        int64_t a0, a1, b0, b1;
+        tl_trace_span(a, &a0, &a1);
+        tl_trace_span(b, &b0, &b1);
+        step_row(t, "Trace span", (double)(a1 - a0), (double)(b1 - b0), -1, 1);
+    }
     tl_table_note(t, "Before: %d step%s; after: %d step%s.%s", wa.nsteps, wa.nsteps == 1 ? "" : "s",
                   wb.nsteps, wb.nsteps == 1 ? "" : "s",
-                  wa.nsteps && wb.nsteps ? ""
-                                         : " Without steps in both, the whole spans are compared.");
+                  steps ? "" : " Without steps in both, the whole spans are compared.");
     if (sa->n >= 2 && sb->n >= 2)
         tl_table_note(t,
                       "Noise: the step times' standard deviation, before %.1f%%, after %.1f%% of "

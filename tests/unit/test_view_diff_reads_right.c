@@ -177,6 +177,46 @@ TEST(all_steps_read_like_the_mean_step)
     }
 }
 
+/* One trace without steps (operators over [0, 200 ms)) against build_steps' three steps of
+ * 90 + 100 + 110 ms: the step table compares the whole spans (200 against 300 ms), and the
+ * per-step tables, whose "step" is the whole trace on one side, judge no change. */
+TEST(a_trace_without_steps_is_compared_by_its_span)
+{
+    tl_trace a, b;
+    tl_trace_init(&a);
+    uint32_t th = tl_trace_track(&a, TL_TRACK_THREAD, 1, 1, -1);
+    fx_ev(&a, th, TL_CAT_OPERATOR, "aten::mm", 0, 120 * MS);
+    fx_ev(&a, th, TL_CAT_OPERATOR, "aten::add", 150 * MS, 50 * MS);
+    CHECK_EQ_INT(tl_trace_finish(&a), 0);
+    build_steps(&b, 0, 50);
+    tl_error err = {{0}};
+    tl_table *d = tl_view_diff(&a, &b, "model,breakdown", NULL, &err);
+    CHECK(d != NULL);
+    const tl_table *st = d ? fx_table(d, "step_time") : NULL;
+    CHECK(st != NULL && st->nrows == 1);
+    if (st && st->nrows == 1) {
+        CHECK_STR(fx_s(st, 0, "name"), "Trace span");
+        CHECK_EQ_INT(fx_i(st, 0, "before_us"), 200 * MS);
+        CHECK_EQ_INT(fx_i(st, 0, "after_us"), 300 * MS);
+        CHECK_STR(fx_s(st, 0, "change"), "slower");
+    }
+    const char *keys[] = {"model_steps_diff", "breakdown_diff"};
+    for (int k = 0; k < 2; k++) {
+        const tl_table *m = d ? fx_table(d, keys[k]) : NULL;
+        CHECK(m != NULL && m->nrows > 0);
+        int judged = 0, said = 0;
+        for (int r = 0; m && r < m->nrows; r++)
+            judged += fx_cell(m, r, "change")->set;
+        for (int i = 0; m && i < m->nnotes; i++)
+            said += strstr(m->notes[i], "The before trace has no steps") != NULL;
+        CHECK_EQ_INT(judged, 0);
+        CHECK_EQ_INT(said, 1);
+    }
+    tl_table_free(d);
+    tl_trace_free(&a);
+    tl_trace_free(&b);
+}
+
 TEST(model_compares_the_per_step_breakdown)
 {
     tl_trace a, b;
@@ -362,6 +402,7 @@ int main(void)
     RUN(changes_within_the_step_spread_are_noise);
     RUN(all_steps_read_like_the_mean_step);
     RUN(model_compares_the_per_step_breakdown);
+    RUN(a_trace_without_steps_is_compared_by_its_span);
     RUN(gpu_and_cpu_traces_diff_in_either_order);
     RUN(a_gpu_annotation_is_not_added_to_its_cpu_range);
     return test_summary();
