@@ -18,11 +18,12 @@
 #include <string.h>
 #include <strings.h>
 
-#define IDLE_PCT_MIN       20.0           /* GPU idle share of the window worth a finding */
-#define DATALOADER_PCT_MIN 10.0           /* data loading share of the window */
-#define SHORT_SHARE_MIN    30.0           /* share of kernels that are short, for "launch-bound" */
-#define SHORT_COUNT_MIN    50             /* and at least this many short kernels */
-#define COPY_STAKE_PCT_MIN 0.5            /* sync/pageable copies: host time blocked, % of window */
+#define IDLE_PCT_MIN       20.0 /* GPU idle share of the window worth a finding */
+#define DATALOADER_PCT_MIN 10.0 /* data loading share of the window */
+#define SHORT_SHARE_MIN    30.0 /* share of kernels that are short, for "launch-bound" */
+#define SHORT_COUNT_MIN    50   /* and at least this many short kernels */
+#define LAUNCH_PCT_MIN     1.0  /* and its launch gaps, % of window (below: little gain) */
+#define COPY_STAKE_PCT_MIN 0.5  /* sync/pageable copies: host time blocked, % of window */
 #define LONG_GAP_NS        TL_LONG_GAP_NS /* a "long" GPU gap: 1 ms */
 #define DOMINANT_PCT_MIN   30.0           /* one operator's share of (GPU or self CPU) time */
 #define EXPOSED_PCT_MIN    5.0            /* exposed communication, % of window */
@@ -256,7 +257,7 @@ static void check_launch_bound(ctx *c)
         if (!s || q->launch_wait > s->launch_wait)
             s = q;
     }
-    if (!s)
+    if (!s || pct(s->launch_wait, c->w.total) < LAUNCH_PCT_MIN)
         return;
     double share = pct(s->short_kernels, s->kernels);
     /* The phase (user range) that launched most of this stream's short kernels. */

@@ -419,6 +419,40 @@ TEST(gpu_idle_follows_window_all)
     tl_trace_free(&t);
 }
 
+/* 60 short kernels (2 us), each launched 18 us after the one before ended (host waits: launch
+ * gaps of ~1.1 ms). In a 50 ms step that is 2 % of the window: launch-bound. In a 1 s step whose
+ * stream is busy 900 ms with one kernel first, 0.1 %: the stream has little to gain, no
+ * finding (hta_ns_resolution: a stream 98 % busy got one for 0.9 %). */
+TEST(launch_gaps_under_one_percent_are_no_finding)
+{
+    for (int big = 0; big < 2; big++) {
+        tl_trace t;
+        tl_trace_init(&t);
+        uint32_t th = tl_trace_track(&t, TL_TRACK_THREAD, 1, 1, -1);
+        uint32_t s7 = tl_trace_track(&t, TL_TRACK_STREAM, 1, 7, 0);
+        int64_t len = big ? 1000 * MS : 50 * MS, base = big ? 900 * MS : 10 * MS;
+        fx_ev(&t, th, TL_CAT_STEP, "ProfilerStep#1", 0, len);
+        if (big)
+            fx_launch(&t, th, s7, "long_gemm", 0, 1 * US, 900 * MS - 2 * US, 1000);
+        for (int i = 0; i < 60; i++)
+            fx_launch(&t, th, s7, "tiny_add", base + i * 20 * US, base + i * 20 * US + 12 * US,
+                      2 * US, 1 + i);
+        CHECK_EQ_INT(tl_trace_finish(&t), 0);
+        tl_error err = {{0}};
+        tl_table *tab = tl_view_findings(&t, NULL, &err);
+        CHECK(tab != NULL);
+        int r = tab ? finding_row(tab, "Launch-bound") : -1;
+        if (big)
+            CHECK_EQ_INT(r, -1);
+        else
+            CHECK(r >= 0);
+        if (tab && (big ? r >= 0 : r < 0))
+            dump(tab);
+        tl_table_free(tab);
+        tl_trace_free(&t);
+    }
+}
+
 TEST(host_communication_on_a_cpu_only_trace)
 {
     for (int k = 0; k < 3; k++) {
@@ -525,6 +559,7 @@ int main(void)
     RUN(a_long_gap_is_named_by_its_length_and_staked_by_its_part_in_the_steps);
     RUN(copies_blocking_the_host_are_the_memcpy_views);
     RUN(host_communication_on_a_cpu_only_trace);
+    RUN(launch_gaps_under_one_percent_are_no_finding);
     RUN(gpu_idle_follows_window_all);
     return test_summary();
 }
