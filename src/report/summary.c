@@ -89,6 +89,8 @@ int tl_trace_warnings(const tl_trace *t, void (*fn)(const char *line, void *arg)
         {t->bad_ends, "range ends with an unknown, stale or foreign handle"},
         {t->unmatched_ends, "'E' events without a 'B' open on their thread: ignored"},
         {t->negative_durs, "'X' events with a negative dur: read as lasting 0"},
+        {t->clamped_times, "events whose ts or end lies more than 146 years (2^62 ns) from 0: "
+                           "clamped there, their times are not to be trusted"},
         {t->calls_outside, "calls made outside a session (before start or after stop)"},
         {open, "ranges never closed (still open when recording ended; drawn to the end of the "
                "trace)"},

@@ -1949,6 +1949,8 @@ static void commit_event(jr *r, raw_event *ev)
     e->ts = ev->ts;
     e->dur = ph == 'X' && ev->have_dur ? tl_clamp_dur(e->ts, ev->dur) : 0;
     t->negative_durs += ph == 'X' && ev->have_dur && ev->dur < 0;
+    t->clamped_times += e->ts == TL_TIME_MAX || e->ts == -TL_TIME_MAX ||
+                        (ph == 'X' && ev->have_dur && ev->dur > 0 && e->dur != ev->dur);
     e->cat = (uint16_t)cat;
     e->track = track;
     e->corr = ev->corr;
@@ -3069,6 +3071,7 @@ static int merge_rest(jr *d, part *p, size_t base)
     mt->open_ranges += pt->open_ranges;
     mt->unmatched_ends += pt->unmatched_ends;
     mt->negative_durs += pt->negative_durs;
+    mt->clamped_times += pt->clamped_times;
     if (pt->accel)
         mt->accel = pt->accel;
     mt->mem_addr_known |= pt->mem_addr_known;

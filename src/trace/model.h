@@ -315,6 +315,7 @@ typedef struct tl_trace {
     uint64_t open_ranges;
     uint64_t unmatched_ends; /* JSON 'E' events with no open 'B' on their thread: ignored */
     uint64_t negative_durs;  /* JSON 'X' events with a negative dur: read as lasting 0 */
+    uint64_t clamped_times;  /* JSON events whose ts or end passed +-TL_TIME_MAX: clamped */
     uint64_t cut_at;         /* the file ends inside the chunk at this offset */
     uint64_t unwritten;      /* chunks the program never wrote in full (zeros where records go) */
     uint64_t unwritten_at;   /* offset of the first of them */

@@ -736,6 +736,26 @@ TEST(missing_or_negative_dur_is_zero)
     tl_trace_free(&t);
 }
 
+/* Times past the model's range (+-2^62 ns, 146 years) are clamped, and counted (said by
+ * tl_trace_warnings): a ts of 1e400 us, a dur of 1e23 us; an ordinary event is not counted. */
+TEST(times_out_of_range_are_clamped_and_counted)
+{
+    const char *json =
+        "[{\"ph\": \"X\", \"name\": \"far\", \"pid\": 1, \"tid\": 1, \"ts\": 1e400, \"dur\": 1},\n"
+        " {\"ph\": \"X\", \"name\": \"long\", \"pid\": 1, \"tid\": 1, \"ts\": 5, "
+        "\"dur\": 99999999999999999999999},\n"
+        " {\"ph\": \"X\", \"name\": \"fine\", \"pid\": 1, \"tid\": 1, \"ts\": 5, \"dur\": 3}]";
+    tl_trace t;
+    tl_error err;
+    CHECK_EQ_INT(read_json(&t, json, &err), 0);
+    CHECK_EQ_INT(t.nev, 3);
+    CHECK_EQ_INT(ev(&t, "far")->ts, TL_TIME_MAX);
+    CHECK_EQ_INT(ev(&t, "long")->ts + ev(&t, "long")->dur, TL_TIME_MAX);
+    CHECK_EQ_INT(ev(&t, "fine")->dur, 3000);
+    CHECK_EQ_INT(t.clamped_times, 2);
+    tl_trace_free(&t);
+}
+
 /* ---- 5. phases -------------------------------------------------------------------------- */
 
 /* B outer@10, B inner@20, E@30, E@40 on one thread: inner lasts 10 µs and nests in outer (30
@@ -1706,6 +1726,7 @@ int main(void)
     RUN(numbers_of_every_shape);
     RUN(whitespace_runs_of_every_length);
     RUN(missing_or_negative_dur_is_zero);
+    RUN(times_out_of_range_are_clamped_and_counted);
     RUN(begin_end_pairs_nest);
     RUN(unmatched_end_and_unclosed_begin);
     RUN(instants);
