@@ -485,6 +485,14 @@ int tl_ivset_has(const tl_ivset *w, int64_t x)
     return k < w->n && w->v[k].s <= x;
 }
 
+/* Whether the moment x is in the window: inside a step, or anywhere in a trace without steps,
+ * its last moment included (the span [first, last) has no room for an op of no length at its
+ * end, and none at all when every op is at one moment). */
+static int scope_has(const tl_gpu_scope *s, int64_t x)
+{
+    return tl_ivset_has(&s->window, x) || (!s->w.nsteps && x == s->w.t1);
+}
+
 int tl_gpu_scope_counts(const tl_trace *t, const tl_gpu_scope *s, const tl_event *e)
 {
     if (!tl_gpu_scope_linked(s, e))
@@ -492,7 +500,7 @@ int tl_gpu_scope_counts(const tl_trace *t, const tl_gpu_scope *s, const tl_event
     if (s->all)
         return 1;
     int64_t at = e->link != TL_NONE ? t->ev[e->link].ts : e->ts;
-    return tl_ivset_has(&s->window, at);
+    return scope_has(s, at);
 }
 
 int64_t tl_gpu_scope_len(const tl_gpu_scope *s, int64_t a, int64_t b)
@@ -517,8 +525,9 @@ int tl_gpu_scope_touches(const tl_gpu_scope *s, const tl_event *e)
         return 0;
     if (s->all)
         return 1;
-    return e->dur > 0 ? tl_gpu_scope_len(s, e->ts, e->ts + e->dur) > 0
-                      : tl_ivset_has(&s->window, e->ts);
+    if (e->dur > 0)
+        return tl_gpu_scope_len(s, e->ts, e->ts + e->dur) > 0;
+    return scope_has(s, e->ts); /* an op of no length */
 }
 
 void tl_gpu_scope_clip(const tl_gpu_scope *s, tl_ivset *set)

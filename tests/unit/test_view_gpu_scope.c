@@ -211,6 +211,36 @@ static void check_overview_kernels(const tl_trace *t, const tl_view_opts *o, int
     tl_table_free(tab);
 }
 
+/* Kernels of no length in a trace without steps: five at 100..104 us, then five at one moment.
+ * The window is the span; its last moment holds an op of no length too, so every view counts
+ * all five (the kernel view listed four, and "No kernels" for five at one moment). */
+TEST(kernels_of_no_length_at_the_end_of_the_span_count)
+{
+    for (int same = 0; same < 2; same++) {
+        tl_trace t;
+        tl_trace_init(&t);
+        uint32_t s7 = tl_trace_track(&t, TL_TRACK_STREAM, 1, 7, 0);
+        const char *names[] = {"k0", "k1", "k2", "k3", "k4"};
+        for (int i = 0; i < 5; i++)
+            fx_ev(&t, s7, TL_CAT_KERNEL, names[i], (100 + (same ? 0 : i)) * US, 0);
+        CHECK_EQ_INT(tl_trace_finish(&t), 0);
+        tl_error err = {{0}};
+        tl_table *k = tl_view_kernel(&t, NULL, &err);
+        CHECK(k != NULL);
+        CHECK_EQ_INT(k ? k->nrows : -1, 5);
+        tl_table_free(k);
+        tl_gpu_scope sc;
+        CHECK_EQ_INT(tl_gpu_scope_init(&t, NULL, &sc), 0);
+        int touched = 0;
+        for (size_t i = 0; i < t.nev; i++)
+            touched +=
+                tl_gpu_scope_touches(&sc, &t.ev[i]) && tl_gpu_scope_counts(&t, &sc, &t.ev[i]);
+        CHECK_EQ_INT(touched, 5);
+        tl_gpu_scope_free(&sc);
+        tl_trace_free(&t);
+    }
+}
+
 TEST(overview_gpu_follows_the_scope)
 {
     tl_trace t;
@@ -233,6 +263,7 @@ TEST(overview_gpu_follows_the_scope)
 int main(void)
 {
     RUN(overview_gpu_follows_the_scope);
+    RUN(kernels_of_no_length_at_the_end_of_the_span_count);
     RUN(gpu_view_steps_all_linked);
     RUN(gpu_view_pools_devices);
     RUN(kernel_memcpy_device_views_follow_the_scope);
