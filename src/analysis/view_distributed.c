@@ -181,12 +181,23 @@ tl_table *tl_view_distributed(const tl_trace *t, const tl_view_opts *o, tl_error
         return NULL;
     }
     if (!c.ncomm && !c.nhost) {
-        tl_table_note(tab, c.window.nsteps && !(o && o->window_all)
-                               ? "No communication in the steps: no NCCL/RCCL kernels and no "
-                                 "communication ranges there (--window all looks at the whole "
-                                 "file)."
-                               : "No communication in this trace: no NCCL/RCCL kernels and no "
-                                 "communication ranges.");
+        /* none in the steps: is there any outside them? (--window all shows it) */
+        tl_comm whole = {0};
+        tl_view_opts wo = o ? *o : (tl_view_opts){0};
+        wo.window_all = 1;
+        if (c.window.nsteps && !(o && o->window_all) && tl_gpu_scope_init(t, &wo, &sc) == 0) {
+            if (tl_comm_compute_ex(t, &sc, -1, &whole) != 0)
+                whole.ncomm = whole.nhost = 0;
+            tl_gpu_scope_free(&sc);
+        }
+        if (whole.ncomm || whole.nhost)
+            tl_table_note(tab,
+                          "No communication in the steps: %lld collective kernels and %lld host "
+                          "communication ranges lie outside them (--window all counts them).",
+                          (long long)whole.ncomm, (long long)whole.nhost);
+        else
+            tl_table_note(tab, "No communication in this trace: no NCCL/RCCL kernels and no "
+                               "communication ranges.");
         return tab;
     }
     int64_t w = c.window.total;

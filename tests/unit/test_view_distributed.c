@@ -147,6 +147,38 @@ TEST(zero_length_kernels_give_a_report)
     tl_trace_free(&t);
 }
 
+/* Communication only outside the steps: no rows, and the note says where it is (it said "no
+ * communication in this trace"); host ranges outside the window are not counted as its calls. */
+TEST(communication_outside_the_steps_is_said)
+{
+    tl_trace t;
+    tl_trace_init(&t);
+    uint32_t th = tl_trace_track(&t, TL_TRACK_THREAD, 1, 1, -1);
+    fx_ev(&t, th, TL_CAT_STEP, "ProfilerStep#1", 0, 100 * MS);
+    fx_ev(&t, th, TL_CAT_OPERATOR, "aten::add", 10 * MS, 10 * MS);
+    fx_ev(&t, th, TL_CAT_USER, "gloo:all_reduce", 120 * MS, 30 * MS);
+    CHECK_EQ_INT(tl_trace_finish(&t), 0);
+    tl_error err = {{0}};
+    tl_table *tab = tl_view_distributed(&t, NULL, &err);
+    CHECK(tab != NULL && tab->nrows == 0 && tab->nnotes == 1);
+    if (tab && tab->nnotes == 1)
+        CHECK_STR(tab->notes[0], "No communication in the steps: 0 collective kernels and 1 host "
+                                 "communication ranges lie outside them (--window all counts "
+                                 "them).");
+    tl_table_free(tab);
+    tl_view_opts o = {0};
+    o.window_all = 1;
+    tab = tl_view_distributed(&t, &o, &err);
+    int r = tab ? fx_row(tab, "name", "Communication (host)") : -1;
+    CHECK(r >= 0);
+    if (r >= 0) {
+        CHECK_EQ_INT(fx_i(tab, r, "calls"), 1);
+        CHECK_EQ_INT(fx_i(tab, r, "time_us"), 30 * MS);
+    }
+    tl_table_free(tab);
+    tl_trace_free(&t);
+}
+
 int main(void)
 {
     RUN(comm_kernel_names);
@@ -155,5 +187,6 @@ int main(void)
     RUN(clipped_to_the_profiled_window);
     RUN(no_communication_means_no_rows);
     RUN(zero_length_kernels_give_a_report);
+    RUN(communication_outside_the_steps_is_said);
     return test_summary();
 }
