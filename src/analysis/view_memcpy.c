@@ -141,7 +141,8 @@ tl_table *tl_view_memcpy(const tl_trace *t, const tl_view_opts *o, tl_error *err
                       sc.linked_only ? " launched from a runtime call in the file" : "");
     else
         tl_table_note(tab,
-                      "Time is a sum of durations; GB/s = bytes / time (1 GB = 1e9 bytes); "
+                      "Time is a sum of durations; GB/s = bytes / time (1e9 bytes a second; sizes "
+                      "in KB, MB, GB of 1024, as PyTorch prints them); "
                       "Ratio = time / the window (%s). Counted: %s%s.",
                       tl_gpu_scope_name(&sc),
                       sc.all || !sc.w.nsteps ? "every copy and memset"

@@ -573,9 +573,45 @@ TEST(json_without_trace_events_is_an_error)
     tl_trace_free(&t);
 }
 
+/* A file named .tally that starts with neither the .tally magic nor JSON (or gzip) is a damaged
+ * .tally: said as such, with the offset, on one line (the JSON reader's "expected '{'" before);
+ * a JSON document named .tally is still read. */
+TEST(a_damaged_tally_file_is_named_as_one)
+{
+    char path[] = "/tmp/tally-hostile-XXXXXX.tally";
+    int fd = mkstemps(path, 6);
+    CHECK(fd >= 0);
+    if (fd < 0)
+        return;
+    const char junk[] = "\xb1\x07garbage, not a trace";
+    CHECK(write(fd, junk, sizeof junk - 1) == (ssize_t)(sizeof junk - 1));
+    close(fd);
+    tl_trace t;
+    tl_trace_init(&t);
+    tl_error err = {{0}};
+    CHECK_EQ_INT(tl_load(&t, path, 0, &err), -1);
+    CHECK(strstr(err.msg, ": offset 0: expected the .tally magic \"TALLYTRC\"") != NULL);
+    CHECK(!strchr(err.msg, '\n'));
+    tl_trace_free(&t);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (f) {
+        fputs(" {\"traceEvents\": [{\"ph\": \"X\", \"name\": \"a\", \"pid\": 1, \"tid\": 1, "
+              "\"ts\": 1, \"dur\": 2}]}",
+              f);
+        fclose(f);
+        tl_trace_init(&t);
+        CHECK_EQ_INT(tl_load(&t, path, 0, &err), 0);
+        CHECK_EQ_INT(t.nev, 1);
+        tl_trace_free(&t);
+    }
+    unlink(path);
+}
+
 int main(void)
 {
     RUN(colliding_correlation_ids_link_each_kernel_to_its_call);
+    RUN(a_damaged_tally_file_is_named_as_one);
     RUN(flows_over_many_threads_link_each_kernel_to_its_call);
     RUN(saturating_arithmetic_stops_at_the_limits);
     RUN(json_times_beyond_int64_are_clamped_into_the_model_range);
