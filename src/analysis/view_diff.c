@@ -485,17 +485,19 @@ static void step_row(tl_table *t, const char *name, double a, double b, double n
     int r = tl_table_add_row(t);
     if (r < 0)
         return;
+    /* means of whole ns cut to the ns, as the views' own means are (sum / n): the report of
+     * each trace shows the same figure */
+    int64_t ia = (int64_t)trunc(a), ib = (int64_t)trunc(b);
     tl_table_str(t, r, S_NAME, name);
-    tl_table_time(t, r, S_A, llround(a));
-    tl_table_time(t, r, S_B, llround(b));
-    tl_table_time(t, r, S_DELTA, llround(b) - llround(a));
+    tl_table_time(t, r, S_A, ia);
+    tl_table_time(t, r, S_B, ib);
+    tl_table_time(t, r, S_DELTA, ib - ia);
     if (a > 0)
         tl_table_float(t, r, S_RATIO, b / a);
     if (noise >= 0)
         tl_table_time(t, r, S_NOISE, llround(noise));
     if (judge)
-        tl_table_str(t, r, S_CHANGE,
-                     change_word(1, 1, (double)(llround(b) - llround(a)), noise, 1));
+        tl_table_str(t, r, S_CHANGE, change_word(1, 1, (double)(ib - ia), noise, 1));
 }
 
 /* Whether a per-step table is of a trace without steps (its one step is the whole trace). */

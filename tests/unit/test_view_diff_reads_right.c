@@ -217,6 +217,36 @@ TEST(a_trace_without_steps_is_compared_by_its_span)
     tl_trace_free(&b);
 }
 
+/* The mean step is cut to the ns as the views cut theirs (sum / n): steps of 1000, 1001 and
+ * 1001 ns average 1000 ns in the diff as in the model view (it was rounded to 1001: 1 ns apart
+ * on hta_ns_resolution). */
+TEST(the_mean_step_is_the_views_to_the_ns)
+{
+    tl_trace a;
+    tl_trace_init(&a);
+    uint32_t th = tl_trace_track(&a, TL_TRACK_THREAD, 1, 1, -1);
+    fx_ev(&a, th, TL_CAT_STEP, "ProfilerStep#1", 0, 1000);
+    fx_ev(&a, th, TL_CAT_STEP, "ProfilerStep#2", 1000, 1001);
+    fx_ev(&a, th, TL_CAT_STEP, "ProfilerStep#3", 2001, 1001);
+    CHECK_EQ_INT(tl_trace_finish(&a), 0);
+    tl_error err = {{0}};
+    tl_table *d = tl_view_diff(&a, &a, "model", NULL, &err);
+    const tl_table *st = d ? fx_table(d, "step_time") : NULL;
+    const tl_table *m = d ? fx_table(d, "model_steps_diff") : NULL;
+    CHECK(st && m);
+    if (st && m) {
+        CHECK_EQ_INT(fx_i(st, fx_row(st, "name", "Avg step"), "before_us"), 1000);
+        CHECK_EQ_INT(fx_i(m, fx_row(m, "name", "Step Time"), "before_us"), 1000);
+    }
+    tl_table *mv = tl_view_model(&a, NULL, &err);
+    CHECK(mv != NULL);
+    if (mv)
+        CHECK_EQ_INT(fx_i(mv, 0, "cpu_avg_us"), 1000);
+    tl_table_free(mv);
+    tl_table_free(d);
+    tl_trace_free(&a);
+}
+
 TEST(model_compares_the_per_step_breakdown)
 {
     tl_trace a, b;
@@ -402,6 +432,7 @@ int main(void)
     RUN(changes_within_the_step_spread_are_noise);
     RUN(all_steps_read_like_the_mean_step);
     RUN(model_compares_the_per_step_breakdown);
+    RUN(the_mean_step_is_the_views_to_the_ns);
     RUN(a_trace_without_steps_is_compared_by_its_span);
     RUN(gpu_and_cpu_traces_diff_in_either_order);
     RUN(a_gpu_annotation_is_not_added_to_its_cpu_range);
