@@ -948,6 +948,7 @@ static int write_view_json(FILE *f, const tl_trace *t, const tl_view_def *d, con
     tl_table *tab = d->fn(t, vo, err);
     if (!tab)
         return -1;
+    tl_table_name_accel(tab, tl_accel_name(t)); /* as the command line names it */
     tl_out o;
     tl_out_begin(&o, f, TL_FMT_JSON, TL_UNIT_AUTO);
     for (const tl_table *x = tab; x; x = x->next)
