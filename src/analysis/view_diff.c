@@ -607,7 +607,10 @@ static tl_table *step_table(const tl_trace *a, const tl_trace *b, const step_spr
     }
     tl_table_note(t, "Before: %d step%s; after: %d step%s.%s", wa.nsteps, wa.nsteps == 1 ? "" : "s",
                   wb.nsteps, wb.nsteps == 1 ? "" : "s",
-                  steps ? "" : " Without steps in both, the whole spans are compared.");
+                  steps ? ""
+                  : wa.nsteps || wb.nsteps
+                      ? " One trace has no steps: the whole spans are compared."
+                      : " Without steps, the whole spans are compared.");
     if (sa->n >= 2 && sb->n >= 2)
         tl_table_note(t,
                       "Noise: the step times' standard deviation, before %.1f%%, after %.1f%% of "

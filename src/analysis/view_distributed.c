@@ -192,9 +192,10 @@ tl_table *tl_view_distributed(const tl_trace *t, const tl_view_opts *o, tl_error
         }
         if (whole.ncomm || whole.nhost)
             tl_table_note(tab,
-                          "No communication in the steps: %lld collective kernels and %lld host "
-                          "communication ranges lie outside them (--window all counts them).",
-                          (long long)whole.ncomm, (long long)whole.nhost);
+                          "No communication in the steps: %lld collective kernel%s and %lld host "
+                          "communication range%s lie outside them (--window all counts them).",
+                          (long long)whole.ncomm, whole.ncomm == 1 ? "" : "s",
+                          (long long)whole.nhost, whole.nhost == 1 ? "" : "s");
         else
             tl_table_note(tab, "No communication in this trace: no NCCL/RCCL kernels and no "
                                "communication ranges.");

@@ -303,8 +303,21 @@ tl_table *tl_view_gaps_ex(const tl_trace *t, const tl_view_opts *o, int64_t kern
             free(all.delays);
             goto oom;
         }
-        char ctx[512];
-        tl_host_context(t, &ix, g->s, g->e, ctx, sizeof ctx);
+        /* the names whole (--wide prints them so): a buffer that grows until they fit */
+        char small[512], *ctx = small;
+        size_t cap = sizeof small;
+        for (;;) {
+            tl_host_context(t, &ix, g->s, g->e, ctx, cap);
+            if (strlen(ctx) + 1 < cap || cap >= ((size_t)1 << 24))
+                break;
+            char *bigger = malloc(cap * 4);
+            if (!bigger)
+                break;
+            if (ctx != small)
+                free(ctx);
+            ctx = bigger;
+            cap *= 4;
+        }
         tl_table_int(gaps, r, G_RANK, (int64_t)i + 1);
         tl_table_int(gaps, r, G_DEV, tr->device);
         tl_table_int(gaps, r, G_STREAM, tr->tid);
@@ -313,6 +326,8 @@ tl_table *tl_view_gaps_ex(const tl_trace *t, const tl_view_opts *o, int64_t kern
         tl_table_str(gaps, r, G_CAUSE, tl_wait_name((tl_wait)g->cause));
         if (ctx[0])
             tl_table_str(gaps, r, G_HOST, ctx);
+        if (ctx != small)
+            free(ctx);
     }
     tl_table_note(gaps, "Start is from the start of the trace. Host was in: the innermost range on "
                         "each thread that spans the gap (or its middle).");

@@ -124,7 +124,8 @@ int tl_load(tl_trace *t, const char *path, int progress, tl_error *err)
     size_t nl = strlen(name);
     if (n == (ssize_t)sizeof magic && memcmp(magic, TALLY__MAGIC, sizeof magic) == 0) {
         rc = tl_read_tally_fd(t, fd, name, err);
-    } else if (nl > 6 && !strcmp(name + nl - 6, ".tally") && !strchr("{[ \t\r\n", magic[0]) &&
+    } else if (nl > 6 && !strcmp(name + nl - 6, ".tally") &&
+               (!magic[0] || !strchr("{[ \t\r\n", magic[0])) &&
                (unsigned char)magic[0] != 0xef && /* (a byte order mark) */
                !(magic[0] == 0x1f && (unsigned char)magic[1] == 0x8b)) {
         /* named .tally, and neither JSON nor gzip: a damaged .tally, said as such */

@@ -593,6 +593,17 @@ TEST(a_damaged_tally_file_is_named_as_one)
     CHECK(strstr(err.msg, ": offset 0: expected the .tally magic \"TALLYTRC\"") != NULL);
     CHECK(!strchr(err.msg, '\n'));
     tl_trace_free(&t);
+    FILE *z = fopen(path, "w"); /* zeros: a .tally whose start was never written */
+    CHECK(z != NULL);
+    if (z) {
+        static const char zeros[4096];
+        fwrite(zeros, 1, sizeof zeros, z);
+        fclose(z);
+        tl_trace_init(&t);
+        CHECK_EQ_INT(tl_load(&t, path, 0, &err), -1);
+        CHECK(strstr(err.msg, ": offset 0: expected the .tally magic") != NULL);
+        tl_trace_free(&t);
+    }
     FILE *f = fopen(path, "w");
     CHECK(f != NULL);
     if (f) {

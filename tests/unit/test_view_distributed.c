@@ -163,7 +163,7 @@ TEST(communication_outside_the_steps_is_said)
     CHECK(tab != NULL && tab->nrows == 0 && tab->nnotes == 1);
     if (tab && tab->nnotes == 1)
         CHECK_STR(tab->notes[0], "No communication in the steps: 0 collective kernels and 1 host "
-                                 "communication ranges lie outside them (--window all counts "
+                                 "communication range lie outside them (--window all counts "
                                  "them).");
     tl_table_free(tab);
     tl_view_opts o = {0};

@@ -306,6 +306,31 @@ TEST(unknown_sort_key_is_an_error)
     tl_trace_free(&t);
 }
 
+/* "Host was in" names the range whole, however long (--wide prints it so; it was cut at 511
+ * bytes): a 3000-byte range name spanning a gap between two kernels. */
+TEST(host_context_names_a_long_range_whole)
+{
+    static char name[3001];
+    for (int i = 0; i < 3000; i++)
+        name[i] = (char)('a' + i % 26);
+    tl_trace t;
+    tl_trace_init(&t);
+    uint32_t th = tl_trace_track(&t, TL_TRACK_THREAD, 1, 1, -1);
+    uint32_t s7 = tl_trace_track(&t, TL_TRACK_STREAM, 1, 7, 0);
+    fx_launch(&t, th, s7, "k1", 0, 10 * US, 10 * US, 1);
+    fx_ev(&t, th, TL_CAT_USER, name, 25 * US, 200 * US);
+    fx_launch(&t, th, s7, "k2", 230 * US, 250 * US, 10 * US, 2);
+    CHECK_EQ_INT(tl_trace_finish(&t), 0);
+    tl_error err = {{0}};
+    tl_table *tab = tl_view_gaps(&t, NULL, &err);
+    const tl_table *g = tab ? fx_table(tab, "gpu_gaps") : NULL;
+    CHECK(g != NULL && g->nrows == 1);
+    if (g && g->nrows == 1)
+        CHECK_STR(fx_s(g, 0, "host_ranges"), name);
+    tl_table_free(tab);
+    tl_trace_free(&t);
+}
+
 int main(void)
 {
     RUN(idle_split_into_host_kernel_and_other_wait);
@@ -317,5 +342,6 @@ int main(void)
     RUN(kept_gaps_give_the_same_top_and_longest);
     RUN(cpu_only_trace_gets_empty_tables_with_a_note);
     RUN(unknown_sort_key_is_an_error);
+    RUN(host_context_names_a_long_range_whole);
     return test_summary();
 }
