@@ -82,31 +82,48 @@ int tl_trace_warnings(const tl_trace *t, void (*fn)(const char *line, void *arg)
     uint64_t open = t->open_ranges > t->unclosed ? t->open_ranges : t->unclosed;
     struct {
         uint64_t n;
-        const char *what;
+        const char *what, *one; /* the line for n > 1, and for 1 */
     } w[] = {
-        {t->dropped, "records dropped at the memory cap: the trace is incomplete"},
-        {t->bad_pops, "pops without a matching push"},
-        {t->bad_ends, "range ends with an unknown, stale or foreign handle"},
-        {t->unmatched_ends, "'E' events without a 'B' open on their thread: ignored"},
-        {t->negative_durs, "'X' events with a negative dur: read as lasting 0"},
-        {t->clamped_times, "events whose ts or end lies more than 146 years (2^62 ns) from 0: "
-                           "clamped there, their times are not to be trusted"},
-        {t->calls_outside, "calls made outside a session (before start or after stop)"},
-        {open, "ranges never closed (still open when recording ended; drawn to the end of the "
-               "trace)"},
-        {t->mem_unmatched_frees, "tally_free calls of addresses tally_alloc never gave (or gave "
-                                 "and saw freed): not recorded"},
-        {t->mem_reused, "tally_alloc calls at an address still allocated (counted as a free and "
-                        "a new allocation)"},
-        {t->mem_bad_sizes, "tally_alloc calls of more than INT64_MAX bytes (a negative size?): "
-                           "ignored"},
+        {t->dropped, "records dropped at the memory cap: the trace is incomplete",
+         "record dropped at the memory cap: the trace is incomplete"},
+        {t->bad_pops, "pops without a matching push", "pop without a matching push"},
+        {t->bad_ends, "range ends with an unknown, stale or foreign handle",
+         "range end with an unknown, stale or foreign handle"},
+        {t->unmatched_ends, "'E' events without a 'B' open on their thread: ignored",
+         "'E' event without a 'B' open on its thread: ignored"},
+        {t->negative_durs, "'X' events with a negative dur: read as lasting 0",
+         "'X' event with a negative dur: read as lasting 0"},
+        {t->clamped_times,
+         "events whose ts or end lies more than 146 years (2^62 ns) from 0: clamped there, "
+         "their times are not to be trusted",
+         "event whose ts or end lies more than 146 years (2^62 ns) from 0: clamped there, its "
+         "times are not to be trusted"},
+        {t->calls_outside, "calls made outside a session (before start or after stop)",
+         "call made outside a session (before start or after stop)"},
+        {open,
+         "ranges never closed (still open when recording ended; drawn to the end of the trace)",
+         "range never closed (still open when recording ended; drawn to the end of the trace)"},
+        {t->mem_unmatched_frees,
+         "tally_free calls of addresses tally_alloc never gave (or gave and saw freed): not "
+         "recorded",
+         "tally_free call of an address tally_alloc never gave (or gave and saw freed): not "
+         "recorded"},
+        {t->mem_reused,
+         "tally_alloc calls at an address still allocated (counted as a free and a new "
+         "allocation)",
+         "tally_alloc call at an address still allocated (counted as a free and a new "
+         "allocation)"},
+        {t->mem_bad_sizes,
+         "tally_alloc calls of more than INT64_MAX bytes (a negative size?): ignored",
+         "tally_alloc call of more than INT64_MAX bytes (a negative size?): ignored"},
     };
     int n = 0;
     char line[256];
     for (size_t i = 0; i < sizeof w / sizeof *w; i++) {
         if (!w[i].n)
             continue;
-        snprintf(line, sizeof line, "warning: %llu %s", (unsigned long long)w[i].n, w[i].what);
+        snprintf(line, sizeof line, "warning: %llu %s", (unsigned long long)w[i].n,
+                 w[i].n == 1 ? w[i].one : w[i].what);
         say(fn, arg, line, &n);
     }
     if (t->lost) {

@@ -107,7 +107,7 @@ TEST(text_report_order_and_warnings)
     CHECK_EQ_INT(rc, 0);
     char *ov = strstr(buf, "Overview"), *rg = strstr(buf, "UserDefined Summary");
     CHECK(ov && rg && ov < rg);
-    CHECK(strstr(buf, "warning: 1 ranges never closed (still open when recording ended") != NULL);
+    CHECK(strstr(buf, "warning: 1 range never closed (still open when recording ended") != NULL);
     CHECK(strstr(buf, "Model Summary") == NULL);
     free(buf);
     tl_trace_free(&t);
