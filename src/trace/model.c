@@ -2234,7 +2234,8 @@ typedef struct link_part {
  * finished yet); where the runs are not known, the walk is every event from lo. */
 static size_t walk_from(tl_cat_walk *w, const tl_trace *t, uint32_t cats, size_t lo)
 {
-    const struct tl_cat_run *r = t->runs_;
+    /* the runs as the nesting just made them (in the finish), or kept since (a relink) */
+    const struct tl_cat_run *r = !t->finished || t->finish_known_ ? t->runs_ : NULL;
     size_t a = 0, b = r ? t->nruns_ : 0;
     while (a < b) { /* the first run that starts after lo */
         size_t mid = a + (b - a) / 2;
