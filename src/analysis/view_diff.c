@@ -487,17 +487,17 @@ static void step_row(tl_table *t, const char *name, double a, double b, double n
         return;
     /* means of whole ns cut to the ns, as the views' own means are (sum / n): the report of
      * each trace shows the same figure */
-    int64_t ia = (int64_t)trunc(a), ib = (int64_t)trunc(b);
+    int64_t ia = tl_d_to_i64(trunc(a)), ib = tl_d_to_i64(trunc(b)); /* (saturating) */
     tl_table_str(t, r, S_NAME, name);
     tl_table_time(t, r, S_A, ia);
     tl_table_time(t, r, S_B, ib);
-    tl_table_time(t, r, S_DELTA, ib - ia);
+    tl_table_time(t, r, S_DELTA, tl_sub_sat(ib, ia));
     if (a > 0)
         tl_table_float(t, r, S_RATIO, b / a);
     if (noise >= 0)
         tl_table_time(t, r, S_NOISE, llround(noise));
     if (judge)
-        tl_table_str(t, r, S_CHANGE, change_word(1, 1, (double)(ib - ia), noise, 1));
+        tl_table_str(t, r, S_CHANGE, change_word(1, 1, (double)tl_sub_sat(ib, ia), noise, 1));
 }
 
 /* Whether a per-step table is of a trace without steps (its one step is the whole trace). */
@@ -603,7 +603,7 @@ static tl_table *step_table(const tl_trace *a, const tl_trace *b, const step_spr
         int64_t a0, a1, b0, b1;
         tl_trace_span(a, &a0, &a1);
         tl_trace_span(b, &b0, &b1);
-        step_row(t, "Trace span", (double)(a1 - a0), (double)(b1 - b0), -1, 1);
+        step_row(t, "Trace span", (double)tl_sub_sat(a1, a0), (double)tl_sub_sat(b1, b0), -1, 1);
     }
     tl_table_note(t, "Before: %d step%s; after: %d step%s.%s", wa.nsteps, wa.nsteps == 1 ? "" : "s",
                   wb.nsteps, wb.nsteps == 1 ? "" : "s",

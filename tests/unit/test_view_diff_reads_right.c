@@ -12,6 +12,7 @@
  */
 #include "insight_fixture.h"
 #include "testlib.h"
+#include "trace/checked.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -247,6 +248,29 @@ TEST(the_mean_step_is_the_views_to_the_ns)
     tl_trace_free(&a);
 }
 
+/* A trace without steps whose events lie at both ends of the model's range (clamped from
+ * ts -1e400 and 1e400 us): its span, 2^63 - 2 ns, is no double an int64 takes back; the diff
+ * saturates it (the fuzzer found the conversion undefined). */
+TEST(a_span_at_the_ends_of_the_range_saturates)
+{
+    tl_trace a;
+    tl_trace_init(&a);
+    uint32_t th = tl_trace_track(&a, TL_TRACK_THREAD, 1, 1, -1);
+    fx_ev(&a, th, TL_CAT_OPERATOR, "first", -TL_TIME_MAX, 1);
+    fx_ev(&a, th, TL_CAT_OPERATOR, "last", TL_TIME_MAX - 1, 1);
+    CHECK_EQ_INT(tl_trace_finish(&a), 0);
+    tl_error err = {{0}};
+    tl_table *d = tl_view_diff(&a, &a, NULL, NULL, &err);
+    const tl_table *st = d ? fx_table(d, "step_time") : NULL;
+    CHECK(st != NULL && st->nrows == 1);
+    if (st && st->nrows == 1) {
+        CHECK_EQ_INT(fx_i(st, 0, "before_us"), INT64_MAX);
+        CHECK_EQ_INT(fx_i(st, 0, "delta_us"), 0);
+    }
+    tl_table_free(d);
+    tl_trace_free(&a);
+}
+
 TEST(model_compares_the_per_step_breakdown)
 {
     tl_trace a, b;
@@ -432,6 +456,7 @@ int main(void)
     RUN(changes_within_the_step_spread_are_noise);
     RUN(all_steps_read_like_the_mean_step);
     RUN(model_compares_the_per_step_breakdown);
+    RUN(a_span_at_the_ends_of_the_range_saturates);
     RUN(the_mean_step_is_the_views_to_the_ns);
     RUN(a_trace_without_steps_is_compared_by_its_span);
     RUN(gpu_and_cpu_traces_diff_in_either_order);
