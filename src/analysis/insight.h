@@ -115,9 +115,10 @@ void tl_track_index_free(tl_track_index *ix);
 
 /* Names of the host ranges that were running during [s, e): on each host thread, the
  * innermost user/operator range that contains the whole interval, or failing that the one that
- * contains its middle. Distinct names joined by "; " into buf (empty when none). */
-void tl_host_context(const tl_trace *t, const tl_track_index *ix, int64_t s, int64_t e, char *buf,
-                     size_t n);
+ * contains its middle. Distinct names joined by "; " into buf (empty when none), cut to fit its
+ * n bytes; returns the whole text's length, as snprintf does. */
+size_t tl_host_context(const tl_trace *t, const tl_track_index *ix, int64_t s, int64_t e, char *buf,
+                       size_t n);
 
 /* The gaps view with an explicit kernel-wait threshold (tl_view_gaps uses the default). */
 tl_table *tl_view_gaps_ex(const tl_trace *t, const tl_view_opts *o, int64_t kernel_wait_ns,
@@ -143,6 +144,10 @@ int tl_is_comm_kernel_id(const tl_trace *t, uint8_t *named, uint32_t id);
 /* 1 when a host range is a collective by PyTorch's names for them (nccl:*, c10d::*, gloo:*,
  * record_param_comms). */
 int tl_is_host_comm_name(const char *name);
+/* 1 when a host event is a collective: a Communication range, or an operator or user range of
+ * such a name; named caches what each string id names (one zeroed byte per string id of t, read
+ * only by this function). */
+int tl_is_host_comm_event(const tl_trace *t, uint8_t *named, const tl_event *e);
 /* Over the profiled window, every device. Returns 0, or -1 when out of memory. */
 int tl_comm_compute(const tl_trace *t, tl_comm *c);
 /* The kernels of sc (--window, --linked-only), of one device (device < 0: all), clipped to its

@@ -495,13 +495,12 @@ static int32_t innermost(const tl_trace *t, size_t b, size_t en, int64_t s, int6
     return TL_NONE;
 }
 
-void tl_host_context(const tl_trace *t, const tl_track_index *ix, int64_t s, int64_t e, char *buf,
-                     size_t n)
+size_t tl_host_context(const tl_trace *t, const tl_track_index *ix, int64_t s, int64_t e, char *buf,
+                       size_t n)
 {
-    if (!n)
-        return;
-    buf[0] = 0;
-    size_t used = 0;
+    if (n)
+        buf[0] = 0;
+    size_t need = 0; /* the whole text's length; buf holds what fits of it */
     uint32_t seen[4];
     int nseen = 0;
     for (uint32_t k = 0; k < ix->ntracks && k < t->ntracks; k++) {
@@ -521,17 +520,14 @@ void tl_host_context(const tl_trace *t, const tl_track_index *ix, int64_t s, int
                 dup = 1;
         if (dup)
             continue;
-        if (nseen == 4) {
-            if (used + 6 < n)
-                used += (size_t)snprintf(buf + used, n - used, "; ...");
+        const char *piece = nseen == 4 ? "; ..." : tl_str(&t->strings, name);
+        const char *sep = need && nseen < 4 ? "; " : "";
+        if (need < n)
+            snprintf(buf + need, n - need, "%s%s", sep, piece);
+        need += strlen(sep) + strlen(piece);
+        if (nseen == 4)
             break;
-        }
         seen[nseen++] = name;
-        int w = snprintf(buf + used, n - used, "%s%s", used ? "; " : "", tl_str(&t->strings, name));
-        if (w < 0 || (size_t)w >= n - used) {
-            buf[n - 1] = 0;
-            break;
-        }
-        used += (size_t)w;
     }
+    return need;
 }

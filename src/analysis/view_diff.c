@@ -500,19 +500,9 @@ static void step_row(tl_table *t, const char *name, double a, double b, double n
         tl_table_str(t, r, S_CHANGE, change_word(1, 1, (double)tl_sub_sat(ib, ia), noise, 1));
 }
 
-/* Whether a per-step table is of a trace without steps (its one step is the whole trace). */
-static int whole_trace_step(const tl_table *t)
-{
-    int c = tl_table_find_col(t, "step");
-    for (int r = 0; c >= 0 && r < t->nrows; r++) {
-        const tl_cell *x = tl_table_cell(t, r, c);
-        if (x->set && x->s && !strcmp(x->s, "(whole trace)"))
-            return 1;
-    }
-    return 0;
-}
-
-static tl_table *breakdown_diff(const tl_table *a, const tl_table *b, tl_error *err)
+/* A per-step table of A against B's; wa, wb: the trace has no steps (its one "step" in the
+ * table is the whole trace, steps.h's pseudo-step). */
+static tl_table *breakdown_diff(const tl_table *a, const tl_table *b, int wa, int wb, tl_error *err)
 {
     char title[160], key[160];
     snprintf(title, sizeof title, "%s Diff", a->title);
@@ -520,7 +510,7 @@ static tl_table *breakdown_diff(const tl_table *a, const tl_table *b, tl_error *
     tl_table *t = tl_table_new(title, key, step_cols, S_NCOLS);
     if (!t)
         goto oom;
-    int na = 0, nb = 0, wa = whole_trace_step(a), wb = whole_trace_step(b);
+    int na = 0, nb = 0;
     for (int c = 0; c < a->ncols; c++) {
         if (a->cols[c].type != TL_COL_TIME)
             continue;
@@ -663,9 +653,10 @@ int tl_diff_check_views(const char *views, tl_error *err)
     return 0;
 }
 
-/* The step-breakdown tables of view v compared, appended after *tail. */
-static int diff_steps(const diff_view *v, const tl_table *ta, const tl_table *tb, tl_table ***tail,
-                      tl_error *err)
+/* The step-breakdown tables of view v compared, appended after *tail; wa, wb: as
+ * breakdown_diff's. */
+static int diff_steps(const diff_view *v, const tl_table *ta, const tl_table *tb, int wa, int wb,
+                      tl_table ***tail, tl_error *err)
 {
     for (const tl_table *x = ta; x; x = x->next) {
         if (!listed(v->steps, x->key))
@@ -675,7 +666,7 @@ static int diff_steps(const diff_view *v, const tl_table *ta, const tl_table *tb
             y = y->next;
         if (!y)
             continue; /* e.g. the GPU per-step table of a trace without kernels */
-        tl_table *d = breakdown_diff(x, y, err);
+        tl_table *d = breakdown_diff(x, y, wa, wb, err);
         if (!d)
             return -1;
         **tail = d;
@@ -721,7 +712,10 @@ tl_table *tl_view_diff(const tl_trace *a, const tl_trace *b, const char *views,
             return NULL;
         }
         if (v->steps) {
-            int rc = diff_steps(v, ta, tb, &tail, err);
+            tl_window w1, w2;
+            tl_profiled_window(a, &w1);
+            tl_profiled_window(b, &w2);
+            int rc = diff_steps(v, ta, tb, !w1.nsteps, !w2.nsteps, &tail, err);
             tl_table_free(ta);
             tl_table_free(tb);
             if (rc != 0) {

@@ -45,7 +45,7 @@ static uint8_t name_kind(const tl_trace *t, uint8_t *named, uint32_t id)
     return named[id];
 }
 
-static int is_host_comm(const tl_trace *t, uint8_t *named, const tl_event *e)
+int tl_is_host_comm_event(const tl_trace *t, uint8_t *named, const tl_event *e)
 {
     if (e->cat == TL_CAT_COMMUNICATION)
         return 1;
@@ -104,7 +104,8 @@ int tl_comm_compute_ex(const tl_trace *t, const tl_gpu_scope *sc, int32_t device
                 tl_ivset_extend(&comp, e->ts, e->ts + e->dur);
                 c->ncomp++;
             }
-        } else if (!tl_cat_is_device((tl_cat)e->cat) && e->dur > 0 && is_host_comm(t, named, e)) {
+        } else if (!tl_cat_is_device((tl_cat)e->cat) && e->dur > 0 &&
+                   tl_is_host_comm_event(t, named, e)) {
             tl_ivset_extend(&host, e->ts, e->ts + e->dur);
             /* counted as the kernels are: those in the window (the time is clipped to it) */
             c->nhost += tl_gpu_scope_len(sc, e->ts, tl_add_sat(e->ts, e->dur)) > 0;

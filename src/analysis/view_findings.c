@@ -611,12 +611,13 @@ static void check_host_comm(ctx *c)
     uint32_t name[NAMES], tid_track[THREADS];
     int64_t name_ns[NAMES] = {0}, name_calls[NAMES] = {0};
     int nn = 0, nt = 0, more_threads = 0;
-    for (size_t i = 0; i < t->nev; i++) {
+    uint8_t *named = calloc(t->strings.count ? t->strings.count : 1, 1);
+    if (!named)
+        return;
+    for (size_t i = 0; i < t->nev; i++) { /* the distributed view's host collectives */
         const tl_event *e = &t->ev[i];
         if (e->dur <= 0 || tl_cat_is_device((tl_cat)e->cat) || e->track >= t->ntracks ||
-            !(e->cat == TL_CAT_COMMUNICATION ||
-              ((e->cat == TL_CAT_OPERATOR || e->cat == TL_CAT_USER) &&
-               tl_is_host_comm_name(tl_str(&t->strings, e->name)))) ||
+            !tl_is_host_comm_event(t, named, e) ||
             tl_gpu_scope_len(&c->sc, e->ts, tl_add_sat(e->ts, e->dur)) <= 0)
             continue;
         int k = 0;
@@ -636,6 +637,7 @@ static void check_host_comm(ctx *c)
         else if (j == nt)
             more_threads = 1;
     }
+    free(named);
     if (!nn)
         return;
     int best = 0;

@@ -303,21 +303,13 @@ tl_table *tl_view_gaps_ex(const tl_trace *t, const tl_view_opts *o, int64_t kern
             free(all.delays);
             goto oom;
         }
-        /* the names whole (--wide prints them so): a buffer that grows until they fit */
+        /* the names whole (--wide prints them so): on the heap when they do not fit here */
         char small[512], *ctx = small;
-        size_t cap = sizeof small;
-        for (;;) {
-            tl_host_context(t, &ix, g->s, g->e, ctx, cap);
-            if (strlen(ctx) + 1 < cap || cap >= ((size_t)1 << 24))
-                break;
-            char *bigger = malloc(cap * 4);
-            if (!bigger)
-                break;
-            if (ctx != small)
-                free(ctx);
-            ctx = bigger;
-            cap *= 4;
-        }
+        size_t need = tl_host_context(t, &ix, g->s, g->e, small, sizeof small);
+        if (need >= sizeof small && (ctx = malloc(need + 1)) != NULL)
+            tl_host_context(t, &ix, g->s, g->e, ctx, need + 1);
+        else if (need >= sizeof small)
+            ctx = small; /* (no memory: the names cut) */
         tl_table_int(gaps, r, G_RANK, (int64_t)i + 1);
         tl_table_int(gaps, r, G_DEV, tr->device);
         tl_table_int(gaps, r, G_STREAM, tr->tid);
