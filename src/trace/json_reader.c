@@ -42,6 +42,9 @@
  * trace, one thread: -13 % CPU against 4 MB blocks; 1 GB: -3.6 %). An element longer than half
  * of it grows the buffer. */
 #define BLOCK (256u << 10)
+/* the pages of a file mapped whole go back this many bytes at a time: a power of two (see
+ * release_read) */
+#define RELEASE_STEP ((size_t)2 << 20)
 
 enum { JR_NEED_MORE = 1, JR_ERROR = 2 };
 
@@ -153,8 +156,8 @@ typedef struct jr {
      * (limit: stop at the first element that starts at or past it) */
     int mode, one;
     size_t limit;
-    /* a part of a mapped window, or a whole file mapped: the pages before buf + released that
-     * it has read are given back as it goes (0: it does not) */
+    /* a whole file mapped: the pages before buf + released that it has read are given back as
+     * it goes, release_step at a time (0: it does not) */
     int release;
     size_t released, release_step;
     /* A part keeps what only the merge can settle: E events of earlier parts' B; events whose
@@ -2279,22 +2282,23 @@ enum {
     TOP_DONE
 };
 
-/* A part of a mapped window gives back the pages it has read, a quarter of a part or 256 KB at
- * a time, so that what a read holds of the file is a step a thread rather than the window:
- * its strings and numbers are its own by then. Only whole pages from its start on: the page it
- * shares with the part before is that part's to read. A part that reads on past its limit (a
- * wrong cut) into pages given back reads them from the file again; the last page of a window,
- * the one written (its NUL), is never whole before r->pos. */
+/* A whole file mapped (map_whole) gives back the pages it has read, 2 MB at a time and on 2 MB
+ * boundaries: its strings and numbers are the trace's own by then, so that what the read holds
+ * of the file is a step rather than the file. Whole steps, because the kernel may map a file's
+ * pages 2 MB at a time (ext4's large folios): giving back part of one splits it, flushing the
+ * TLB of every core, and in 256 KB steps that was 0.3-0.5 s of system time on a 1 GB trace.
+ * The last page, the one written (its NUL), is never whole before r->pos; a flow read again
+ * (JR_AGAIN) from pages given back reads them from the file again. The windows of a parallel
+ * read give back nothing while parsed: each is mapped only until merged (run_parallel). */
 static void release_read(jr *r)
 {
     if (r->pos < r->released || r->pos - r->released < r->release_step)
         return; /* (a flow read again, JR_AGAIN, goes back to pages given back already) */
-    long ps = sysconf(_SC_PAGESIZE);
-    if (ps <= 0)
+    uintptr_t from = (uintptr_t)(r->buf + r->released);
+    uintptr_t at = (uintptr_t)(r->buf + r->pos) & ~((uintptr_t)r->release_step - 1);
+    if (at <= from)
         return;
-    tl_discard_pages(r->buf + r->released, r->pos - r->released);
-    /* from the page that holds r->pos on, next time */
-    uintptr_t at = (uintptr_t)(r->buf + r->pos) & ~((uintptr_t)ps - 1);
+    tl_discard_pages(r->buf + r->released, at - from);
     r->released = (size_t)(at - (uintptr_t)r->buf);
     show_progress(r, 0);
 }
@@ -3166,11 +3170,6 @@ static int window_begin(jr *d, pread_t *P, part *parts, const window *w, uint64_
     for (int j = 0; j < k; j++) {
         part_begin(&parts[j], d, w->text, w->len, off, cut[j], j ? ARR_VALUE : state,
                    j + 1 < k ? cut[j + 1] : SIZE_MAX);
-        parts[j].r.release = w->map != NULL;
-        parts[j].r.released = cut[j];
-        /* a quarter of a part, at most 256 KB: a few calls a part */
-        size_t step = w->len / (size_t)P->n / 4;
-        parts[j].r.release_step = step < 4096 ? 4096 : step > (256u << 10) ? 256u << 10 : step;
     }
     return k;
 }
@@ -3567,7 +3566,7 @@ static void map_whole(jr *r)
     r->in_mem = 1;
     r->release = 1;
     r->released = 0;
-    r->release_step = BLOCK;
+    r->release_step = RELEASE_STEP;
 }
 
 int tl_read_json_fd(tl_trace *t, int fd, const char *path, int progress, tl_error *err)
