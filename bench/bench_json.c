@@ -2608,6 +2608,7 @@ static int cmd_read(int argc, char **argv)
         tl_trace t;
         tl_trace_init(&t);
         t.read_threads = threads;
+        tl_malloc_for_one_trace(); /* as the tally command reads, then computes its views */
         if (tl_load(&t, file, progress, &err) != 0) {
             fprintf(stderr, "bench_json: %s\n", err.msg);
             tl_trace_free(&t);
@@ -2618,6 +2619,7 @@ static int cmd_read(int argc, char **argv)
             tl_trace_free(&t);
             return 1;
         }
+        tl_malloc_for_views();
         double b = now_s();
         FILE *out = fopen("/dev/null", "w");
         if (!out) {

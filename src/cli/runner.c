@@ -134,6 +134,7 @@ int cli_load(const char *verb, tl_trace *t, const char *path, int progress)
         tl_error_setc(&err, TL_ERR_NOMEM, "%s: out of memory", path);
         return cli_fail(verb, &err);
     }
+    tl_malloc_for_views();
     return 0;
 }
 

@@ -302,10 +302,24 @@ void tl_discard_pages(void *p, size_t n)
         madvise((void *)a, b - a, MADV_DONTNEED); /* advice: if it fails, the pages stay */
 }
 
+static int one_trace; /* tl_malloc_for_one_trace was called */
+
 void tl_malloc_for_one_trace(void)
 {
 #ifdef M_MMAP_THRESHOLD
-    mallopt(M_MMAP_THRESHOLD, 1 << 20); /* a fixed threshold: glibc no longer raises it */
+    one_trace = 1;
+    mallopt(M_MMAP_THRESHOLD, 1 << 20); /* a fixed threshold: glibc no longer moves it */
+    mallopt(M_ARENA_MAX, 1);
+#endif
+}
+
+void tl_malloc_for_views(void)
+{
+#ifdef M_MMAP_THRESHOLD
+    if (!one_trace)
+        return;
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 16 << 20);
 #endif
 }
 

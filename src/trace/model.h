@@ -433,13 +433,24 @@ void *tl_big_realloc(void *p, size_t n);
  * written (they read from the file again). */
 void tl_discard_pages(void *p, size_t n);
 
-/* For a process that reads one trace and exits (the tally command, the benchmarks): blocks of
- * 1 MB and more are mapped apart and go back to the system when freed. glibc's default threshold
- * rises to the largest block freed (up to 32 MB), after which a view's freed scratch stays in the
- * heap and the next view's adds to it: the report's peak grew past the load's (the default report
- * of a 92 MB trace with two threads: 35 -> 29 MB; of a 1 GB one: 312 -> 270 MB). A no-op without
- * glibc. Not for a library inside someone else's process (the Python module does not call it). */
+/* For a process that reads one trace and exits (the tally command, the benchmarks): while the
+ * trace is read, blocks of 1 MB and more are mapped apart, so that an array that grows is moved
+ * by the kernel (mremap), leaving no hole behind, and goes back to the system when freed; every
+ * thread allocates from one arena (per-thread arenas each keep their own free memory: the peak
+ * grew with the threads). A no-op without glibc. Not for a library inside someone else's process
+ * (the Python module does not call it). */
 void tl_malloc_for_one_trace(void);
+
+/* Once the trace is read, in such a process (else a no-op): memory freed is kept for the next use
+ * rather than given back, so that a view's scratch is mostly pages an earlier view left, not
+ * fresh ones: blocks under 32 MB come from the heap, and up to 16 MB free at its top stay. A fresh
+ * page costs a fault and its zeroing (on these VMs several us): giving back every block of 1 MB
+ * and more made the default report of a 1 GB trace take 107 k faults, now 57 k (4.4 s -> 3.3 s
+ * on one thread; docs/PERFORMANCE.md, "Memory kept for the views"). 64 MB kept at the top took a
+ * little less time and 22 MB more at the peak of a file of 1M distinct names (its views' tables
+ * are of other sizes than the memory kept). Not during the read: arrays grown in the heap are
+ * copied and leave holes (that file peaked 20 MB higher). */
+void tl_malloc_for_views(void);
 
 /* A thread that makes the pages of a big array ahead of its writer: the kernel zeroes a fresh
  * page in the thread that first touches it (on these VMs 0.4-2 ms per MB, most of reading a
