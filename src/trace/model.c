@@ -686,7 +686,7 @@ tl_memev *tl_trace_add_mem(tl_trace *t)
 {
     if (t->nmem == t->cap_mem) {
         size_t nc = t->cap_mem ? t->cap_mem * 2 : 1024;
-        tl_memev *m = realloc(t->mem, nc * sizeof *m);
+        tl_memev *m = tl_big_realloc(t->mem, nc * sizeof *m);
         if (!m)
             return NULL;
         t->mem = m;
@@ -708,7 +708,7 @@ static int sort_mem(tl_trace *t)
 {
     if (t->nmem < 2)
         return 0;
-    tl_memev *tmp = malloc(t->nmem * sizeof *tmp);
+    tl_memev *tmp = tl_big_alloc(t->nmem * sizeof *tmp);
     if (!tmp)
         return -1;
     tl_memev *r = mem_sort(t->mem, tmp, t->nmem, NULL);
