@@ -826,6 +826,7 @@ static int add_events(tl_sqlite *db, const tl_trace *t, int64_t rank, const uint
         rows_ahead(db, k, rows[k]);
     int rc = 0;
     double t0 = tl_now_s(), shown = t0;
+    int width = 0; /* of the progress line, cleared at the end however long the path made it */
     for (size_t i = 0; rc == 0 && i < t->nev; i++) {
         const tl_event *e = &t->ev[i];
         int k = event_table(t, e);
@@ -835,7 +836,9 @@ static int add_events(tl_sqlite *db, const tl_trace *t, int64_t rank, const uint
             double now = tl_now_s();
             if (now - t0 >= 1.0 && now - shown >= 0.5) {
                 shown = now;
-                fprintf(stderr, "\rwriting %s: %zu of %zu events", db->path, i, t->nev);
+                int n = fprintf(stderr, "\rwriting %s: %zu of %zu events", db->path, i, t->nev);
+                if (n - 1 > width)
+                    width = n - 1;
                 fflush(stderr);
             }
         }
@@ -914,8 +917,8 @@ static int add_events(tl_sqlite *db, const tl_trace *t, int64_t rank, const uint
         }
         rc = row_done(db, S_RANGE, err);
     }
-    if (db->progress && tl_now_s() - t0 >= 1.0)
-        fprintf(stderr, "\r%-70s\r", "");
+    if (width > 0)
+        fprintf(stderr, "\r%*s\r", width, "");
     tl_gpu_scope_free(&sc);
     return rc;
 }

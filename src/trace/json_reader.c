@@ -102,6 +102,7 @@ typedef struct jr {
     const char *name;
     int progress;
     double t_start, t_last;
+    int shown;           /* the length of the progress line on stderr, 0 when none is */
     uint64_t total_size; /* 0 when unknown (gzip) */
 
     tl_trace *t;
@@ -289,20 +290,22 @@ static void show_progress(jr *r, int final)
     if (!r->progress)
         return;
     double t = tl_now_s();
-    if (!final && (t - r->t_start < 1.0 || t - r->t_last < 0.5))
+    if (final) { /* the line cleared, however long the file's name made it */
+        if (r->shown > 0)
+            fprintf(stderr, "\r%*s\r", r->shown, "");
+        r->shown = 0;
+        return;
+    }
+    if (t - r->t_start < 1.0 || t - r->t_last < 0.5)
         return;
     r->t_last = t;
     double mb = (double)(r->consumed + (r->mapped ? r->pos : r->len)) / 1e6;
-    if (final) {
-        if (t - r->t_start >= 1.0)
-            fprintf(stderr, "\r%-70s\r", "");
-        return;
-    }
-    if (r->total_size)
-        fprintf(stderr, "\rreading %s: %.0f of %.0f MB (%.0f MB/s)", r->name, mb,
-                (double)r->total_size / 1e6, mb / (t - r->t_start));
-    else
-        fprintf(stderr, "\rreading %s: %.0f MB (%.0f MB/s)", r->name, mb, mb / (t - r->t_start));
+    int n = r->total_size ? fprintf(stderr, "\rreading %s: %.0f of %.0f MB (%.0f MB/s)", r->name,
+                                    mb, (double)r->total_size / 1e6, mb / (t - r->t_start))
+                          : fprintf(stderr, "\rreading %s: %.0f MB (%.0f MB/s)", r->name, mb,
+                                    mb / (t - r->t_start));
+    if (n - 1 > r->shown) /* (the \r) */
+        r->shown = n - 1;
     fflush(stderr);
 }
 
@@ -2991,6 +2994,11 @@ typedef struct part_copy {
     int give_back; /* the part's event pages go back once copied (pread_t.give_back) */
 } part_copy;
 
+/* Events of a window copied by a thread a part from this many on (a 1 GB Kineto trace's windows
+ * hold ~10 k at -j 2; the tests' windows of 64-byte parts hold a few, and started ~40 % of their
+ * 100 k threads for them). */
+#define COPY_APART_MIN 4096
+
 static void *copy_events(void *arg)
 {
     const part_copy *c = arg;
@@ -3280,7 +3288,12 @@ static int window_merge(jr *d, pread_t *P, part *parts, const size_t *cut, int g
     part_copy pc[64];
     for (int j = 0; j < g; j++)
         pc[j] = (part_copy){&parts[j], mt->ev + base[j], P->give_back};
-    tl_run_each(copy_events, pc, sizeof *pc, g);
+    if (total - mt->nev >= COPY_APART_MIN) {
+        tl_run_each(copy_events, pc, sizeof *pc, g);
+    } else { /* a few events: a thread each would cost more than the copy */
+        for (int j = 0; j < g; j++)
+            copy_events(&pc[j]);
+    }
     mt->nev = total;
     for (int j = 0; j < g; j++)
         if (merge_rest(d, &parts[j], base[j]) != MERGED)
@@ -3432,13 +3445,15 @@ static int run_parallel(jr *d, int threads, size_t part_bytes)
     d->t->read_stats.one_pass = P.one_pass;
     d->t->read_stats.parse_s = P.t_parse;
     d->t->read_stats.merge_s = P.t_merge;
-    if (getenv("TALLY_READ_STATS"))
+    if (getenv("TALLY_READ_STATS")) {
+        show_progress(d, 1);
         fprintf(stderr,
                 "tally: %s: %d threads, %llu windows, %llu parts dropped, %llu units read by the "
                 "driver, %s, %.3f s parsing, %.3f s merging\n",
                 d->name, threads, (unsigned long long)P.windows, (unsigned long long)P.dropped,
                 (unsigned long long)P.driver_units,
                 P.one_pass ? "then one pass" : "in parallel to the end", P.t_parse, P.t_merge);
+    }
     parts_free(&P);
     return rc;
 }
