@@ -574,12 +574,9 @@ static const size_t ndiff_views = sizeof diff_views / sizeof diff_views[0];
 /* The steps' times compared: the mean step (noise: the larger standard deviation) and all the
  * steps together (noise: the same share of the larger total as the joined rows' noise_rel, so
  * that the two rows of one change read alike), or the spans of traces without steps. */
-static tl_table *step_table(const tl_trace *a, const tl_trace *b, const step_spread *sa,
-                            const step_spread *sb, double noise_rel)
+static tl_table *step_table(const tl_trace *a, const tl_trace *b, tl_window wa, tl_window wb,
+                            const step_spread *sa, const step_spread *sb, double noise_rel)
 {
-    tl_window wa, wb;
-    tl_profiled_window(a, &wa);
-    tl_profiled_window(b, &wb);
     tl_table *t = tl_table_new("Step Time", "step_time", step_cols, S_NCOLS);
     if (!t)
         return NULL;
@@ -681,13 +678,16 @@ tl_table *tl_view_diff(const tl_trace *a, const tl_trace *b, const char *views,
     if (tl_diff_check_views(views, err) != 0)
         return NULL;
     step_spread sa, sb;
+    tl_window wa, wb; /* the steps every view counts (none: the trace has no steps) */
+    tl_profiled_window(a, &wa);
+    tl_profiled_window(b, &wb);
     tl_table *head = NULL;
     double noise_rel = -1;
     if (step_times(a, &sa) == 0 && step_times(b, &sb) == 0) {
         /* the relative noise of joined rows: the larger relative spread of the step times */
         if (sa.n >= 2 && sb.n >= 2 && sa.mean > 0 && sb.mean > 0)
             noise_rel = fmax(sa.sd / sa.mean, sb.sd / sb.mean);
-        head = step_table(a, b, &sa, &sb, noise_rel);
+        head = step_table(a, b, wa, wb, &sa, &sb, noise_rel);
     }
     if (!head) {
         tl_error_setc(err, TL_ERR_NOMEM, "diff: out of memory");
@@ -712,10 +712,7 @@ tl_table *tl_view_diff(const tl_trace *a, const tl_trace *b, const char *views,
             return NULL;
         }
         if (v->steps) {
-            tl_window w1, w2;
-            tl_profiled_window(a, &w1);
-            tl_profiled_window(b, &w2);
-            int rc = diff_steps(v, ta, tb, !w1.nsteps, !w2.nsteps, &tail, err);
+            int rc = diff_steps(v, ta, tb, !wa.nsteps, !wb.nsteps, &tail, err);
             tl_table_free(ta);
             tl_table_free(tb);
             if (rc != 0) {
