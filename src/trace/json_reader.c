@@ -2845,6 +2845,7 @@ typedef struct pread {
     uint32_t *seen; /* per track of the trace: the merge that last mapped a track to it */
     size_t cap_seen;
     uint32_t merges;
+    tl_pool *pool; /* the threads of the parts and copies, kept from window to window */
 } pread_t;
 
 /* The first likely element start at or after from: a '{' whose previous non-blank characters
@@ -2914,27 +2915,6 @@ static void *part_main(void *arg)
     p->rc = run(&p->r);
     return NULL;
 }
-
-/* Parts parsed one after another in one thread (parts[from .. to - 1]). */
-typedef struct part_group {
-    part *parts;
-    int from, to;
-} part_group;
-
-static void *group_main(void *arg)
-{
-    const part_group *g = arg;
-    for (int j = g->from; j < g->to; j++)
-        part_main(&g->parts[j]);
-    return NULL;
-}
-
-/* Parts under this many bytes (only the tests ask for such: a read's own are 512 KB and up) are
- * parsed ahead by two threads, whatever the thread count, each taking half of them in turn: a
- * thread a part started 67 k threads in test_parallel_read, most of its time under the
- * sanitizers (400 s under ASan in a CI run). Two still parse beside each other and beside the
- * merge. */
-#define PART_SMALL ((size_t)64 << 10)
 
 /* A part's id (a pid, tid or flow id) as the trace's. */
 static int64_t part_id(const part *p, int64_t v)
@@ -3212,7 +3192,7 @@ static int window_parse(jr *d, pread_t *P, part *parts, window *w, uint64_t off,
         return -1;
     int k = window_begin(d, P, parts, w, off, state, cut);
     double t0 = tl_now_s();
-    tl_run_each(part_main, parts, sizeof *parts, k);
+    tl_run_each_in(P->pool, part_main, parts, sizeof *parts, k);
     P->t_parse += tl_now_s() - t0;
     return k;
 }
@@ -3310,7 +3290,7 @@ static int window_merge(jr *d, pread_t *P, part *parts, const size_t *cut, int g
     for (int j = 0; j < g; j++)
         pc[j] = (part_copy){&parts[j], mt->ev + base[j], P->give_back};
     if (total - mt->nev >= COPY_APART_MIN) {
-        tl_run_each(copy_events, pc, sizeof *pc, g);
+        tl_run_each_in(P->pool, copy_events, pc, sizeof *pc, g);
     } else { /* a few events: a thread each would cost more than the copy */
         for (int j = 0; j < g; j++)
             copy_events(&pc[j]);
@@ -3333,7 +3313,6 @@ static int read_windows(jr *d, pread_t *P, uint64_t *off, int *state)
     part *cur = P->parts, *nxt = P->parts + P->n;
     window wc, wn;
     size_t cut_c[65], cut_n[65];
-    part_group grp[64];
     d->consumed = *off;
     d->len = 0;
     show_progress(d, 0);
@@ -3352,10 +3331,7 @@ static int read_windows(jr *d, pread_t *P, uint64_t *off, int *state)
         int kn = 0;
         if (w == W_MORE && window_open(d, P, noff, 0, &wn) == 0) {
             kn = window_begin(d, P, nxt, &wn, noff, nstate, cut_n);
-            int ng = kn > 2 && wn.len / (size_t)kn < PART_SMALL ? 2 : kn;
-            for (int j = 0; j < ng; j++)
-                grp[j] = (part_group){nxt, kn * j / ng, kn * (j + 1) / ng};
-            tl_run_start(&pr, group_main, grp, sizeof *grp, 0, ng);
+            tl_run_start_in(&pr, P->pool, part_main, nxt, sizeof *nxt, 0, kn);
         }
         double t1 = tl_now_s();
         if (w != W_FAIL)
@@ -3418,6 +3394,7 @@ static void parts_free(pread_t *P)
         free(p->smap);
         free(p->tmap);
     }
+    tl_pool_free(P->pool);
     free(P->parts);
     free(P->seen);
     free(P->buf);
@@ -3444,6 +3421,7 @@ static int run_parallel(jr *d, int threads, size_t part_bytes)
         d->mode = JR_WHOLE;
         return run(d);
     }
+    P.pool = tl_pool_new(); /* NULL: a thread an item */
     /* The driver's buffer (a whole block, read for the members before traceEvents) is read
      * again only for an element longer than a window: its pages go back until then. */
     tl_discard_pages(d->buf, d->cap + 1);

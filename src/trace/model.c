@@ -420,15 +420,141 @@ void tl_prefault_stop(tl_prefault *pf)
     pf->running = 0;
 }
 
-void tl_run_start(tl_runner *r, void *(*fn)(void *), void *items, size_t size, int first, int n)
+/* A pool's worker: idle (POOL_IDLE), given an item (POOL_GIVEN), or done with it and not yet
+ * waited for (POOL_DONE); all of it under the pool's lock. */
+enum { POOL_IDLE, POOL_GIVEN, POOL_DONE };
+typedef struct pool_worker {
+    tl_pool *pool;
+    pthread_t th;
+    pthread_cond_t go; /* an item given, or the pool freed */
+    void *(*fn)(void *);
+    void *arg;
+    int state;
+} pool_worker;
+
+struct tl_pool {
+    pthread_mutex_t mu;
+    pthread_cond_t done; /* a worker is done with its item */
+    int n, quit;
+    pool_worker w[64];
+};
+
+tl_pool *tl_pool_new(void)
+{
+    tl_pool *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->done, NULL);
+    return p;
+}
+
+static void *pool_main(void *arg)
+{
+    pool_worker *w = arg;
+    tl_pool *p = w->pool;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        while (w->state != POOL_GIVEN && !p->quit)
+            pthread_cond_wait(&w->go, &p->mu);
+        if (w->state != POOL_GIVEN)
+            break;
+        void *(*fn)(void *) = w->fn;
+        void *item = w->arg;
+        pthread_mutex_unlock(&p->mu);
+        fn(item);
+        pthread_mutex_lock(&p->mu);
+        w->state = POOL_DONE;
+        pthread_cond_broadcast(&p->done);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+/* Give item to an idle worker, or to one started for it: the worker's index + 1, or 0 when
+ * none can take it. */
+static int pool_give(tl_pool *p, void *(*fn)(void *), void *item)
+{
+    pthread_mutex_lock(&p->mu);
+    int k = 0;
+    while (k < p->n && p->w[k].state != POOL_IDLE)
+        k++;
+    if (k == p->n) {
+        if (k == 64) {
+            pthread_mutex_unlock(&p->mu);
+            return 0;
+        }
+        pool_worker *w = &p->w[k];
+        w->pool = p;
+        w->state = POOL_IDLE;
+        pthread_cond_init(&w->go, NULL);
+        if (tl_thread_start(&w->th, pool_main, w) != 0) {
+            pthread_cond_destroy(&w->go);
+            pthread_mutex_unlock(&p->mu);
+            return 0;
+        }
+        p->n++;
+    }
+    pool_worker *w = &p->w[k];
+    w->fn = fn;
+    w->arg = item;
+    w->state = POOL_GIVEN;
+    pthread_cond_signal(&w->go);
+    pthread_mutex_unlock(&p->mu);
+    return k + 1;
+}
+
+/* Wait for the item given to worker k to be done; the worker is idle again. */
+static void pool_wait(tl_pool *p, int k)
+{
+    pthread_mutex_lock(&p->mu);
+    while (p->w[k].state != POOL_DONE)
+        pthread_cond_wait(&p->done, &p->mu);
+    p->w[k].state = POOL_IDLE;
+    pthread_mutex_unlock(&p->mu);
+}
+
+void tl_pool_free(tl_pool *p)
+{
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->mu);
+    p->quit = 1;
+    for (int k = 0; k < p->n; k++)
+        pthread_cond_signal(&p->w[k].go);
+    pthread_mutex_unlock(&p->mu);
+    for (int k = 0; k < p->n; k++) {
+        pthread_join(p->w[k].th, NULL);
+        pthread_cond_destroy(&p->w[k].go);
+    }
+    pthread_cond_destroy(&p->done);
+    pthread_mutex_destroy(&p->mu);
+    free(p);
+}
+
+void tl_run_start_in(tl_runner *r, tl_pool *pool, void *(*fn)(void *), void *items, size_t size,
+                     int first, int n)
 {
     r->fn = fn;
     r->items = items;
     r->size = size;
     r->first = first;
     r->n = n;
-    for (int k = first; k < n && k < 64; k++)
-        r->started[k] = tl_thread_start(&r->th[k], fn, r->items + (size_t)k * size) == 0;
+    r->pool = pool;
+    for (int k = first; k < n && k < 64; k++) {
+        void *item = r->items + (size_t)k * size;
+        if (pool) {
+            r->slot[k] = (unsigned char)pool_give(pool, fn, item);
+            r->started[k] = 0;
+        } else {
+            r->started[k] = tl_thread_start(&r->th[k], fn, item) == 0;
+        }
+    }
+}
+
+void tl_run_start(tl_runner *r, void *(*fn)(void *), void *items, size_t size, int first, int n)
+{
+    tl_run_start_in(r, NULL, fn, items, size, first, n);
 }
 
 void tl_run_apart(tl_runner *r, void *(*fn)(void *), void *item, int apart)
@@ -438,26 +564,34 @@ void tl_run_apart(tl_runner *r, void *(*fn)(void *), void *item, int apart)
     r->size = 0;
     r->first = 0;
     r->n = 1;
+    r->pool = NULL;
     r->started[0] = apart && tl_thread_start(&r->th[0], fn, item) == 0;
 }
 
 void tl_run_wait(tl_runner *r)
 {
     for (int k = r->first; k < r->n; k++) {
-        if (k < 64 && r->started[k])
+        if (k < 64 && r->pool && r->slot[k])
+            pool_wait(r->pool, r->slot[k] - 1);
+        else if (k < 64 && !r->pool && r->started[k])
             pthread_join(r->th[k], NULL);
         else
             r->fn(r->items + (size_t)k * r->size);
     }
 }
 
-void tl_run_each(void *(*fn)(void *), void *items, size_t size, int n)
+void tl_run_each_in(tl_pool *pool, void *(*fn)(void *), void *items, size_t size, int n)
 {
     tl_runner r;
-    tl_run_start(&r, fn, items, size, 1, n);
+    tl_run_start_in(&r, pool, fn, items, size, 1, n);
     if (n > 0)
         fn(items);
     tl_run_wait(&r);
+}
+
+void tl_run_each(void *(*fn)(void *), void *items, size_t size, int n)
+{
+    tl_run_each_in(NULL, fn, items, size, n);
 }
 
 /* ---- trace ------------------------------------------------------------------------------ */

@@ -493,15 +493,32 @@ void tl_run_each(void *(*fn)(void *), void *items, size_t size, int n);
 /* The same in two halves, for work the caller does meanwhile: tl_run_start starts items
  * [first, n) each in a thread of its own (at most 64), tl_run_wait joins them and runs in the
  * caller any whose thread could not be made (and those past 64). */
+typedef struct tl_pool tl_pool;
 typedef struct tl_runner {
     void *(*fn)(void *);
     char *items;
     size_t size;
     int first, n;
+    tl_pool *pool;
     pthread_t th[64];
     unsigned char started[64];
+    unsigned char slot[64]; /* with a pool: the worker given item k, + 1; 0 none */
 } tl_runner;
 void tl_run_start(tl_runner *r, void *(*fn)(void *), void *items, size_t size, int first, int n);
+
+/* Threads kept for work handed out again and again (a read's windows: a thread a part and a
+ * window started 50 k threads in test_parallel_read, most of its time under the sanitizers). A
+ * worker is started when an item finds every other one busy (at most 64), runs an item, waits
+ * for the next; tl_pool_free joins them all, once every item given is waited for. NULL when
+ * there is no memory for it: the _in calls then start threads as the plain ones do. */
+tl_pool *tl_pool_new(void);
+void tl_pool_free(tl_pool *p);
+/* tl_run_start and tl_run_each with the pool's workers instead of threads of their own; an
+ * item no worker can take (64 busy, or one cannot be started) runs in the caller at the wait,
+ * as with threads. */
+void tl_run_start_in(tl_runner *r, tl_pool *pool, void *(*fn)(void *), void *items, size_t size,
+                     int first, int n);
+void tl_run_each_in(tl_pool *pool, void *(*fn)(void *), void *items, size_t size, int n);
 /* One item: in a thread of its own when apart (and a thread can be had), else in the caller at
  * tl_run_wait. */
 void tl_run_apart(tl_runner *r, void *(*fn)(void *), void *item, int apart);
