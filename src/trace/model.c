@@ -157,10 +157,33 @@ void tl_strtab_free(tl_strtab *t)
     memset(t, 0, sizeof *t);
 }
 
+/* Strings are carved from blocks of this many bytes (or one of the string's size, when longer). */
+#define STRTAB_BLOCK ((size_t)1 << 20)
+
+void tl_strtab_reset(tl_strtab *t)
+{
+    if (!t->nblocks) {
+        tl_strtab_free(t);
+        tl_strtab_init(t);
+        return;
+    }
+    /* the first block is one of STRTAB_BLOCK: its first string is the "" of tl_strtab_init */
+    for (size_t i = 1; i < t->nblocks; i++)
+        free(t->blocks[i]);
+    t->nblocks = 1;
+    t->block = t->blocks[0];
+    t->block_used = 0;
+    t->block_cap = STRTAB_BLOCK;
+    t->count = 0;
+    memset(t->slots, 0, (size_t)t->nslots * sizeof *t->slots); /* a slot's tag counts only when
+                                                                  the slot is taken */
+    tl_intern(t, "", 0);
+}
+
 static char *strtab_alloc(tl_strtab *t, size_t n)
 {
     if (t->block_used + n > t->block_cap) {
-        size_t cap = n > (1u << 20) ? n : (1u << 20);
+        size_t cap = n > STRTAB_BLOCK ? n : STRTAB_BLOCK;
         char *b = malloc(cap);
         if (!b)
             return NULL;
@@ -673,8 +696,7 @@ void tl_trace_memo_drop(tl_trace *t)
 void tl_trace_clear(tl_trace *t)
 {
     tl_trace_memo_drop(t);
-    tl_strtab_free(&t->strings);
-    tl_strtab_init(&t->strings);
+    tl_strtab_reset(&t->strings);
     t->nev = t->nmem = 0;
     t->ntracks = 0;
     if (t->track_slots_)

@@ -244,6 +244,10 @@ typedef struct tl_strtab {
 
 void tl_strtab_init(tl_strtab *t);
 void tl_strtab_free(tl_strtab *t);
+/* Empty again (only "" in it, id 0), keeping its first block of strings and its hash table for
+ * what comes next: a parallel read's part is emptied for every window (a block of 1 MB made and
+ * given back each time: most of test_parallel_read's time under ASan). */
+void tl_strtab_reset(tl_strtab *t);
 uint32_t tl_intern(tl_strtab *t, const char *s, size_t len);
 /* The same, with h = tl_hash_bytes(s, len) already known; and a hint that the string of hash h
  * will be interned soon (its slot's cache lines fetched meanwhile): a merge of many strings
