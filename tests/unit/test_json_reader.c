@@ -1225,6 +1225,87 @@ TEST(error_bad_escape)
     tl_trace_free(&t);
 }
 
+/* Arrays the reader skips (or keeps as text, "Input Dims") of every shape (nested arrays,
+ * integers, strings with and without escapes, objects, fractions, literals) are read, and bad
+ * ones fail where JSON says they go wrong. Each is the value of args "x" from line 2, column 49
+ * (nine columns on for "Input Dims", whose text becomes the event's args string as written). */
+TEST(skipped_arrays_of_every_shape)
+{
+    static const struct {
+        const char *array;
+        int bad_at;          /* the error's column within the array, from 1; 0 = good */
+        const char *message; /* what the error says was expected and found */
+    } cases[] = {
+        {"[]", 0, NULL},
+        {"[ ]", 0, NULL},
+        {"[[]]", 0, NULL},
+        {"[[], [1, 2]]", 0, NULL},
+        {"[ [ 1 ,2 ] , [ ] ]", 0, NULL},
+        {"[\n  [4096, 1],\n  []\n]", 0, NULL},
+        {"[\"a\", \"b\\\"c\"]", 0, NULL},
+        {"[\"\", \"[1, 2]\", \"]\"]", 0, NULL},
+        {"[1.5, 2]", 0, NULL},
+        {"[1e5, -0]", 0, NULL},
+        {"[-1, -2]", 0, NULL},
+        {"[true, null, false]", 0, NULL},
+        {"[{\"a\": 1}, [2]]", 0, NULL},
+        {"[1, [2, [3, [4]]], \"x\"]", 0, NULL},
+        {"[\"a\\q\"]", 5, "a valid escape (\\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX), found 'q'"},
+        {"[-]", 2, "a value (string, number, object, array, true, false or null), found '-'"},
+        {"[1,]", 4, "a value, found ']'"},
+        {"[,1]", 2, "a value, found ','"},
+        {"[1 2]", 4, "',' or ']' in an array, found '2'"},
+        {"[\"a\" \"b\"]", 6, "',' or ']' in an array, found '\"'"},
+        {"[[1]", 5, "',' or ']' in an array, found '}'"},
+        {"[tru]", 2, "a value (string, number, object, array, true, false or null), found 't'"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        for (int dims = 0; dims < 2; dims++) {
+            char doc[512], want[256];
+            snprintf(doc, sizeof doc,
+                     "[\n{\"ph\": \"X\", \"name\": \"e\", \"ts\": 1, \"args\": {\"%s\": %s}}\n]\n",
+                     dims ? "Input Dims" : "x", cases[c].array);
+            tl_trace t;
+            tl_error err;
+            int rc = read_json(&t, doc, &err);
+            if (!cases[c].bad_at) {
+                CHECK_EQ_INT(rc, 0);
+                CHECK_EQ_INT(t.nev, 1);
+                if (dims && t.nev == 1)
+                    CHECK_STR(tl_str(&t.strings, t.ev[0].args), cases[c].array);
+            } else {
+                CHECK(rc != 0);
+                int line = 2, col = 48 + (dims ? 9 : 0) + cases[c].bad_at;
+                for (const char *p = cases[c].array; *p; p++)
+                    if (*p == '\n')
+                        line++;
+                snprintf(want, sizeof want, "t.json:%d:%d: expected %s", line, col,
+                         cases[c].message);
+                CHECK_STR(err.msg, want);
+            }
+            tl_trace_free(&t);
+        }
+    }
+    /* nested 100 deep */
+    char doc[1024];
+    size_t n = (size_t)snprintf(doc, sizeof doc, "[{\"ph\": \"X\", \"ts\": 1, \"args\": {\"x\": ");
+    for (int i = 0; i < 100; i++)
+        doc[n++] = '[';
+    doc[n++] = '7';
+    for (int i = 0; i < 100; i++)
+        doc[n++] = ']';
+    snprintf(doc + n, sizeof doc - n, "}}]");
+    tl_trace t;
+    tl_error err;
+    CHECK_EQ_INT(read_json(&t, doc, &err), 0);
+    CHECK_EQ_INT(t.nev, 1);
+    tl_trace_free(&t);
+    doc[n - 1] = '}'; /* one ']' short: the message points at the '}' */
+    CHECK(read_json(&t, doc, &err) != 0);
+    CHECK_STR(err.msg, "t.json:1:237: expected ',' or ']' in an array, found '}'");
+    tl_trace_free(&t);
+}
+
 /* Empty input, and input of whitespace only (ends at line 2, column 2), are errors; an empty
  * file through tl_load says so. */
 TEST(error_empty_input)
@@ -1746,6 +1827,7 @@ int main(void)
     RUN(error_not_an_object);
     RUN(error_garbage_after_end);
     RUN(error_bad_escape);
+    RUN(skipped_arrays_of_every_shape);
     RUN(error_empty_input);
     RUN(gzip_file_reads_like_plain);
     RUN(truncated_gzip_is_an_error);
