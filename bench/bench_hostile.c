@@ -78,17 +78,6 @@ static void gen_names(FILE *f, long n)
     fputs("]}\n", f);
 }
 
-/* Bytes the string table holds: its text blocks (1 MiB each, or one string), the id arrays and
- * the hash slots. */
-static size_t strtab_bytes(const tl_strtab *s)
-{
-    size_t text = 0;
-    for (size_t i = 0; i < s->nblocks; i++)
-        text += s->blocks[i] == s->block ? s->block_cap : (size_t)1 << 20;
-    return text + (size_t)s->cap * (sizeof *s->str + sizeof *s->len) +
-           (size_t)s->nslots * sizeof *s->slots;
-}
-
 static long rss_kb(void)
 {
     struct rusage ru;
@@ -125,7 +114,8 @@ static int run(const char *what, void (*gen)(FILE *, long, long), long a, long b
         printf("%-10s %8.1f MB  %9zu events  %9zu kernels linked  %7.2f s  %u strings in %.1f "
                "MB  peak RSS %ld MB (+%ld)\n",
                what, (double)size / 1e6, t.nev, linked, dt, t.strings.count,
-               (double)strtab_bytes(&t.strings) / 1e6, rss_kb() / 1024, (rss_kb() - rss0) / 1024);
+               (double)tl_strtab_bytes(&t.strings) / 1e6, rss_kb() / 1024,
+               (rss_kb() - rss0) / 1024);
     tl_trace_free(&t);
     unlink(path);
     return rc != 0;

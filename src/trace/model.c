@@ -157,8 +157,30 @@ void tl_strtab_free(tl_strtab *t)
     memset(t, 0, sizeof *t);
 }
 
-/* Strings are carved from blocks of this many bytes (or one of the string's size, when longer). */
+/* Strings are carved from blocks, each its size (a size_t) and then the strings: the first of
+ * STRTAB_FIRST bytes, each next twice the last up to STRTAB_BLOCK (or a string's size, when
+ * longer). A table of a few strings (a parallel read's part, a decoder's, a job's) costs no
+ * megabyte: under ASan, a block of 1 MB was an mmap and a memset of its shadow each time, most
+ * of test_tally_reader's time. */
+#define STRTAB_FIRST ((size_t)16 << 10)
 #define STRTAB_BLOCK ((size_t)1 << 20)
+#define BLOCK_HEAD   sizeof(size_t)
+
+static size_t block_size(const char *b)
+{
+    size_t n;
+    memcpy(&n, b, sizeof n);
+    return n;
+}
+
+/* Make block k (< nblocks) the one strings are carved from. */
+static void use_block(tl_strtab *t, size_t k)
+{
+    t->cur_block = k;
+    t->block = t->blocks[k] + BLOCK_HEAD;
+    t->block_cap = block_size(t->blocks[k]);
+    t->block_used = 0;
+}
 
 void tl_strtab_reset(tl_strtab *t)
 {
@@ -167,26 +189,40 @@ void tl_strtab_reset(tl_strtab *t)
         tl_strtab_init(t);
         return;
     }
-    /* the first block is one of STRTAB_BLOCK: its first string is the "" of tl_strtab_init */
-    for (size_t i = 1; i < t->nblocks; i++)
-        free(t->blocks[i]);
-    t->nblocks = 1;
-    t->block = t->blocks[0];
-    t->block_used = 0;
-    t->block_cap = STRTAB_BLOCK;
+    use_block(t, 0); /* the blocks are kept, and filled again in turn */
     t->count = 0;
     memset(t->slots, 0, (size_t)t->nslots * sizeof *t->slots); /* a slot's tag counts only when
                                                                   the slot is taken */
     tl_intern(t, "", 0);
 }
 
+size_t tl_strtab_bytes(const tl_strtab *t)
+{
+    size_t text = 0;
+    for (size_t i = 0; i < t->nblocks; i++)
+        text += BLOCK_HEAD + block_size(t->blocks[i]);
+    return text + t->cap_blocks * sizeof *t->blocks +
+           (size_t)t->cap * (sizeof *t->str + sizeof *t->len) +
+           (size_t)t->nslots * (sizeof *t->slots + sizeof *t->tags);
+}
+
 static char *strtab_alloc(tl_strtab *t, size_t n)
 {
-    if (t->block_used + n > t->block_cap) {
-        size_t cap = n > STRTAB_BLOCK ? n : STRTAB_BLOCK;
-        char *b = malloc(cap);
+    while (t->block_used + n > t->block_cap) {
+        if (t->nblocks && t->cur_block + 1 < t->nblocks) { /* one kept by a reset */
+            use_block(t, t->cur_block + 1);
+            continue;
+        }
+        size_t last = t->nblocks ? block_size(t->blocks[t->nblocks - 1]) : 0;
+        size_t cap = !last ? STRTAB_FIRST : last >= STRTAB_BLOCK / 2 ? STRTAB_BLOCK : last * 2;
+        if (n > cap)
+            cap = n;
+        if (cap > SIZE_MAX - BLOCK_HEAD)
+            return NULL;
+        char *b = malloc(BLOCK_HEAD + cap);
         if (!b)
             return NULL;
+        memcpy(b, &cap, sizeof cap);
         if (t->nblocks == t->cap_blocks) {
             size_t nc = t->cap_blocks ? t->cap_blocks * 2 : 16;
             char **nb = realloc(t->blocks, nc * sizeof *nb);
@@ -198,9 +234,7 @@ static char *strtab_alloc(tl_strtab *t, size_t n)
             t->cap_blocks = nc;
         }
         t->blocks[t->nblocks++] = b;
-        t->block = b;
-        t->block_used = 0;
-        t->block_cap = cap;
+        use_block(t, t->nblocks - 1);
     }
     char *p = t->block + t->block_used;
     t->block_used += n;

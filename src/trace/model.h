@@ -235,19 +235,21 @@ typedef struct tl_strtab {
     uint8_t *tags;   /* per slot, 8 more bits of the hash: most probes of other strings stop
                         there, without reading the string (1M distinct names: 0.63 -> 0.50 s) */
     uint32_t nslots;
-    /* strings are carved from big blocks to avoid one malloc per string */
+    /* strings are carved from blocks (a malloc each, not one a string), blocks[cur_block] now */
     char *block;
     size_t block_used, block_cap;
     char **blocks;
-    size_t nblocks, cap_blocks;
+    size_t nblocks, cap_blocks, cur_block;
 } tl_strtab;
 
 void tl_strtab_init(tl_strtab *t);
 void tl_strtab_free(tl_strtab *t);
-/* Empty again (only "" in it, id 0), keeping its first block of strings and its hash table for
- * what comes next: a parallel read's part is emptied for every window (a block of 1 MB made and
- * given back each time: most of test_parallel_read's time under ASan). */
+/* Empty again (only "" in it, id 0), keeping its blocks of strings and its hash table for what
+ * comes next: a parallel read's part is emptied for every window (a block of 1 MB made and
+ * given back each time was most of test_parallel_read's time under ASan). */
 void tl_strtab_reset(tl_strtab *t);
+/* Bytes the table holds: its blocks of strings, the id arrays and the hash table. */
+size_t tl_strtab_bytes(const tl_strtab *t);
 uint32_t tl_intern(tl_strtab *t, const char *s, size_t len);
 /* The same, with h = tl_hash_bytes(s, len) already known; and a hint that the string of hash h
  * will be interned soon (its slot's cache lines fetched meanwhile): a merge of many strings

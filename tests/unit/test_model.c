@@ -70,6 +70,58 @@ TEST(many_names_alike_are_each_found_again)
     tl_strtab_free(&s);
 }
 
+/* A table emptied with tl_strtab_reset is an empty table again ("" alone, id 0) that holds the
+ * same strings the same way when filled again (ids from 1, each found again, a string longer
+ * than a block whole), in the blocks it kept: filled with what it held before, it makes no new
+ * one. A new table starts with a small block, not a megabyte. */
+TEST(a_string_table_reset_is_filled_again_in_its_own_blocks)
+{
+    tl_strtab s;
+    tl_strtab_init(&s);
+    CHECK(tl_strtab_bytes(&s) < 64 << 10);
+    enum { N = 30000, BIG = (3 << 20) / 2 };
+    char *big = malloc(BIG + 1);
+    CHECK(big != NULL);
+    if (!big)
+        return;
+    memset(big, 'x', BIG);
+    big[BIG] = 0;
+    char buf[64], *kept[64];
+    size_t blocks = 0;
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < N; i++) {
+            int n = snprintf(buf, sizeof buf, "round_independent_name_%06d", i);
+            CHECK_EQ_INT(tl_intern(&s, buf, (size_t)n), i + (i > N / 2) + 1);
+            if (i == N / 2)
+                CHECK_EQ_INT(tl_intern(&s, big, BIG), N / 2 + 2);
+        }
+        CHECK_EQ_INT(s.count, N + 2);
+        size_t wrong = 0;
+        for (int i = 0; i < N; i++) {
+            int n = snprintf(buf, sizeof buf, "round_independent_name_%06d", i);
+            wrong += tl_intern(&s, buf, (size_t)n) != (uint32_t)(i + (i > N / 2) + 1);
+            wrong += strcmp(tl_str(&s, (uint32_t)(i + (i > N / 2) + 1)), buf) != 0;
+        }
+        CHECK_EQ_INT((long long)wrong, 0);
+        CHECK(strcmp(tl_str(&s, N / 2 + 2), big) == 0);
+        if (round == 0) {
+            blocks = s.nblocks < 64 ? s.nblocks : 64;
+            memcpy(kept, s.blocks, blocks * sizeof *kept);
+        }
+        CHECK_EQ_INT(s.nblocks, blocks); /* the kept blocks took it all */
+        for (size_t k = 0; k < blocks && k < s.nblocks; k++)
+            CHECK(s.blocks[k] == kept[k]);
+        tl_strtab_reset(&s);
+        CHECK_EQ_INT(s.count, 1);
+        CHECK_STR(tl_str(&s, 0), "");
+        CHECK_EQ_INT(tl_intern(&s, "", 0), 0);
+        CHECK_EQ_INT(tl_intern(&s, "round_independent_name_000007", 29), 1); /* not its old id */
+        tl_strtab_reset(&s);
+    }
+    free(big);
+    tl_strtab_free(&s);
+}
+
 TEST(tracks_are_found_again)
 {
     tl_trace t;
@@ -1218,6 +1270,7 @@ int main(void)
     RUN(intern_returns_same_id_for_same_string);
     RUN(many_names_alike_are_each_found_again);
     RUN(has_ci_finds_what_strncasecmp_finds);
+    RUN(a_string_table_reset_is_filled_again_in_its_own_blocks);
     RUN(tracks_are_found_again);
     RUN(finish_sorts_and_nests);
     RUN(evrank_numbers_the_chosen_events_and_their_self_times);
