@@ -73,12 +73,13 @@ TEST(many_names_alike_are_each_found_again)
 /* A table emptied with tl_strtab_reset is an empty table again ("" alone, id 0) that holds the
  * same strings the same way when filled again (ids from 1, each found again, a string longer
  * than a block whole), in the blocks it kept: filled with what it held before, it makes no new
- * one. A new table starts with a small block, not a megabyte. */
+ * one. A new table ("" alone) holds no block of strings: a few kilobytes, not a megabyte. */
 TEST(a_string_table_reset_is_filled_again_in_its_own_blocks)
 {
     tl_strtab s;
     tl_strtab_init(&s);
     CHECK(tl_strtab_bytes(&s) < 64 << 10);
+    CHECK_EQ_INT(s.nblocks, 0);
     enum { N = 30000, BIG = (3 << 20) / 2 };
     char *big = malloc(BIG + 1);
     CHECK(big != NULL);
