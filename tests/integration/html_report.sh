@@ -3,48 +3,12 @@
 # (Debian's chromium, headless) draws without a script error: every chart has drawn elements
 # (the page records, per chart, whether its SVG holds any), the expected sections are there,
 # and a screenshot is taken (left in $BUILD/html_report/ to look at). Checked on the demo's
-# page, on a made-up job of 4 ranks (tally report DIR --html), and on a shared multi-stream GPU
-# trace and the shared pair of ranks as a job (skipped when ../shared/traces is absent). Also:
-# --html with -o is a usage error, an unwritable path one line and exit status 1.
-# Skipped (77) when chromium is not installed (scripts/setup.sh installs it).
+# page and on a made-up job of 4 ranks (tally report DIR --html); html_report_shared.sh does the
+# same on the shared traces. Also: --html with -o is a usage error, an unwritable path one line
+# and exit status 1. Skipped (77) when chromium is not installed (scripts/setup.sh installs it).
 set -euo pipefail
-: "${TALLY:?path of the tally binary}"
-BUILD=${BUILD:-$(dirname "$TALLY")}
-command -v chromium >/dev/null || { echo "html_report: chromium not installed: skipped"; exit 77; }
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-shots="$BUILD/html_report"
-mkdir -p "$shots"
-fail() { echo "html_report: $*" >&2; exit 1; }
-
-# load NAME PAGE SECTIONS...: dump the DOM after the page ran; check errors, charts, sections
-load() {
-  local name=$1 page=$2; shift 2
-  local dom="$work/$name.dom"
-  timeout 120 chromium --headless --no-sandbox --disable-gpu --hide-scrollbars \
-    --user-data-dir="$work/profile" --virtual-time-budget=10000 --dump-dom "file://$page" \
-    >"$dom" 2>"$work/$name.err" || { tail -5 "$work/$name.err" >&2; fail "$name: chromium failed"; }
-  local status
-  status=$(grep -o '<div id="tally-status"[^>]*>' "$dom") || fail "$name: the page never finished (no #tally-status)"
-  echo "$status" | grep -q 'data-done="1"' || fail "$name: not done: $status"
-  if grep -o 'data-errors="[^"]*"' "$dom" | head -1 | grep -q .; then
-    fail "$name: script errors: $(grep -o 'data-errors="[^"]*"' "$dom" | head -1)"
-  fi
-  local charts
-  charts=$(echo "$status" | sed -n 's/.*data-charts="\([^"]*\)".*/\1/p')
-  [ -n "$charts" ] || fail "$name: no chart drawn"
-  echo "$charts" | tr ',' '\n' | grep -v ':ok$' | grep -q . && fail "$name: blank charts: $charts"
-  local sections
-  sections=$(echo "$status" | sed -n 's/.*data-sections="\([^"]*\)".*/\1/p')
-  for s in "$@"; do
-    echo ",$sections," | grep -q ",$s," || fail "$name: no section '$s' (has: $sections)"
-  done
-  timeout 120 chromium --headless --no-sandbox --disable-gpu --hide-scrollbars \
-    --user-data-dir="$work/profile" --virtual-time-budget=10000 --window-size=1400,3000 \
-    --screenshot="$shots/$name.png" "file://$page" >/dev/null 2>&1 || fail "$name: no screenshot"
-  [ -s "$shots/$name.png" ] || fail "$name: empty screenshot"
-  echo "html_report: $name: charts $charts"
-}
+name_of_test=html_report
+. "$(dirname "$0")/html_common.sh.inc"
 
 # the demo (a tiny model): its page beside the traces, path printed
 tiny=(--layers 2 --dim 64 --heads 4 --kv-heads 2 --ffn 128 --seq 32 --batch 2 --vocab 256
@@ -118,21 +82,6 @@ for r in range(4):
 PY
 "$TALLY" report "$work/job4" --html "$work/job4.html" 2>"$work/job4.err" ||
   { cat "$work/job4.err" >&2; fail "report --html of a folder of 4 ranks failed"; }
-# the charts of a job: heat map, per-rank bars (steps; computation / communication), stragglers,
-# collectives
-job_charts="rank-heatmap rank-steps rank-comm stragglers collectives"
-job_check() { # NAME RANKS: title, findings first, every job chart, tables
-  local name=$1 n=$2 dom="$work/$1.dom" status
-  grep -q "<h1>Job: $n ranks" "$dom" || fail "$name: title is not 'Job: $n ranks': $(grep -o '<h1>[^<]*' "$dom")"
-  status=$(grep -o '<div id="tally-status"[^>]*>' "$dom")
-  for c in $job_charts; do
-    echo "$status" | grep -q "[\",]$c:ok" || fail "$name: no chart $c: $status"
-  done
-  echo "$status" | grep -q 'data-sections="findings,' || fail "$name: the findings do not lead: $status"
-  for t in ranks rank_steps stragglers collectives; do
-    echo "$status" | grep -q "data-tables=\"[^\"]*\b$t\b" || fail "$name: no table $t: $status"
-  done
-}
 load job4 "$work/job4.html" findings ranks stragglers collectives
 job_check job4 4
 grep -q 'rank 2 is the straggler' "$work/job4.dom" || fail "job4: the straggler is not rank 2"
@@ -141,22 +90,4 @@ grep -q 'href="#ranks">→ evidence: ranks' "$work/job4.dom" ||
 grep -q 'href="#collectives">→ evidence: collectives' "$work/job4.dom" ||
   fail "job4: the collective skew does not link to the collectives"
 
-# a shared multi-stream GPU trace: device lanes, GPU idle, gaps; phases from PyTorch's own
-# ranges (the Model view's rules); then the shared pair of ranks as a job
-trace="${SHARED:-${SRC:-.}/../shared}/traces/hta_sampled_rank-0.json.gz"
-if [ ! -f "$trace" ]; then
-  echo "html_report: $trace absent: the GPU trace and shared job parts are skipped"
-  exit 77
-fi
-"$TALLY" report "$trace" --html "$work/gpu.html" || fail "report --html of $trace failed"
-load gpu "$work/gpu.html" findings breakdown timeline operators gpu-idle
-grep -q '"kind": "stream"' "$work/gpu.html" || fail "gpu: no stream lane in the timeline"
-grep -q '"Backward"\]' "$work/gpu.html" && grep -q '"Optimization"\]' "$work/gpu.html" ||
-  fail "gpu: no PyTorch phases (Backward, Optimization) in the timeline"
-mkdir -p "$work/pair"
-ln -s "$trace" "${trace%-0.json.gz}-1.json.gz" "$work/pair/"
-"$TALLY" report "$work/pair" --html "$work/pair.html" 2>"$work/pair.err" ||
-  { cat "$work/pair.err" >&2; fail "report --html of the shared pair failed"; }
-load pair "$work/pair.html" findings ranks stragglers collectives
-job_check pair 2
 echo "html_report: ok"
