@@ -214,7 +214,7 @@ size_t tl_strtab_bytes(const tl_strtab *t)
 static char *strtab_alloc(tl_strtab *t, size_t n)
 {
     while (t->block_used + n > t->block_cap) {
-        if (t->nblocks && t->cur_block + 1 < t->nblocks) { /* one kept by a reset */
+        if (t->cur_block + 1 < t->nblocks) { /* one kept by a reset */
             use_block(t, t->cur_block + 1);
             continue;
         }
@@ -610,12 +610,10 @@ void tl_run_start_in(tl_runner *r, tl_pool *pool, void *(*fn)(void *), void *ite
     r->pool = pool;
     for (int k = first; k < n && k < 64; k++) {
         void *item = r->items + (size_t)k * size;
-        if (pool) {
+        if (pool)
             r->slot[k] = (unsigned char)pool_give(pool, fn, item);
-            r->started[k] = 0;
-        } else {
+        else
             r->started[k] = tl_thread_start(&r->th[k], fn, item) == 0;
-        }
     }
 }
 

@@ -235,7 +235,7 @@ typedef struct tl_strtab {
     uint8_t *tags;   /* per slot, 8 more bits of the hash: most probes of other strings stop
                         there, without reading the string (1M distinct names: 0.63 -> 0.50 s) */
     uint32_t nslots;
-    /* strings are carved from blocks (a malloc each, not one a string), blocks[cur_block] now */
+    /* strings are carved from blocks (mapped each, not a malloc a string), blocks[cur_block] now */
     char *block;
     size_t block_used, block_cap;
     char **blocks;
