@@ -2832,8 +2832,9 @@ enum { MERGED = 0, MERGE_FAILED = -1, MERGE_ONE_PASS = 1 };
 
 typedef struct pread {
     part *parts;
-    int n;
-    char *buf; /* the window */
+    int n;       /* parts a window, in each of the two sets */
+    int workers; /* threads that parse them (the driver's among them once it has merged) */
+    char *buf;   /* the window */
     size_t cap;
     uint64_t windows, dropped, driver_units, one_pass; /* see tl_trace.read_stats */
     uint64_t file_size;
@@ -3183,8 +3184,8 @@ static int window_begin(jr *d, pread_t *P, part *parts, const window *w, uint64_
     return k;
 }
 
-/* Open the window at off (read when it cannot be mapped), cut it and parse its parts in
- * threads, the caller's among them: how many parts, or -1 with d->err. */
+/* Open the window at off (read when it cannot be mapped), cut it and parse its parts, taken in
+ * turn by the workers and the caller: how many parts, or -1 with d->err. */
 static int window_parse(jr *d, pread_t *P, part *parts, window *w, uint64_t off, int state,
                         size_t *cut)
 {
@@ -3192,7 +3193,9 @@ static int window_parse(jr *d, pread_t *P, part *parts, window *w, uint64_t off,
         return -1;
     int k = window_begin(d, P, parts, w, off, state, cut);
     double t0 = tl_now_s();
-    tl_run_each_in(P->pool, part_main, parts, sizeof *parts, k);
+    tl_share sh;
+    tl_share_start(&sh, P->pool, part_main, parts, sizeof *parts, k, P->workers);
+    tl_share_wait(&sh);
     P->t_parse += tl_now_s() - t0;
     return k;
 }
@@ -3290,7 +3293,9 @@ static int window_merge(jr *d, pread_t *P, part *parts, const size_t *cut, int g
     for (int j = 0; j < g; j++)
         pc[j] = (part_copy){&parts[j], mt->ev + base[j], P->give_back};
     if (total - mt->nev >= COPY_APART_MIN) {
-        tl_run_each_in(P->pool, copy_events, pc, sizeof *pc, g);
+        tl_share sh;
+        tl_share_start(&sh, P->pool, copy_events, pc, sizeof *pc, g, P->workers);
+        tl_share_wait(&sh);
     } else { /* a few events: a thread each would cost more than the copy */
         for (int j = 0; j < g; j++)
             copy_events(&pc[j]);
@@ -3326,12 +3331,13 @@ static int read_windows(jr *d, pread_t *P, uint64_t *off, int *state)
         /* the parts hold what they read as their own (interned strings, numbers): the text
          * goes before the next is mapped, so that one window is held at a time */
         window_close(&wc);
-        /* the next window's parts in threads of their own while this one is merged */
-        tl_runner pr;
+        /* the next window's parts taken by the workers while this one is merged */
+        tl_share pr;
         int kn = 0;
         if (w == W_MORE && window_open(d, P, noff, 0, &wn) == 0) {
             kn = window_begin(d, P, nxt, &wn, noff, nstate, cut_n);
-            tl_run_start_in(&pr, P->pool, part_main, nxt, sizeof *nxt, 0, kn);
+            /* every worker on them meanwhile, and the driver once it has merged */
+            tl_share_start(&pr, P->pool, part_main, nxt, sizeof *nxt, kn, P->workers + 1);
         }
         double t1 = tl_now_s();
         if (w != W_FAIL)
@@ -3339,7 +3345,7 @@ static int read_windows(jr *d, pread_t *P, uint64_t *off, int *state)
         double t2 = tl_now_s();
         P->t_merge += t2 - t1;
         if (kn) {
-            tl_run_wait(&pr);
+            tl_share_wait(&pr);
             P->t_parse += tl_now_s() - t2;
             if (w != W_MORE) /* the merge found a part it could not take: not the next start */
                 window_close(&wn);
@@ -3402,8 +3408,9 @@ static void parts_free(pread_t *P)
 
 static long long part_asked(void);
 
-/* The whole read of a plain file, in windows of threads × part_bytes. */
-static int run_parallel(jr *d, int threads, size_t part_bytes)
+/* The whole read of a plain file, in windows of n parts of part_bytes, parsed by workers
+ * threads. */
+static int run_parallel(jr *d, int n, int workers, size_t part_bytes)
 {
     d->mode = JR_DRIVER;
     int rc = run(d);
@@ -3414,10 +3421,11 @@ static int run_parallel(jr *d, int threads, size_t part_bytes)
     /* parts the tests ask for (TALLY_READ_PART) keep theirs: the tests' small files read so
      * cover both ways */
     P.give_back = P.file_size < ((uint64_t)512 << 20) && !part_asked();
-    P.n = threads;
-    P.cap = (size_t)threads * part_bytes;
-    P.parts = calloc((size_t)threads * 2, sizeof *P.parts); /* two sets: see read_windows */
-    if (!P.parts) {                                         /* on in one pass */
+    P.n = n;
+    P.workers = workers;
+    P.cap = (size_t)n * part_bytes;
+    P.parts = calloc((size_t)n * 2, sizeof *P.parts); /* two sets: see read_windows */
+    if (!P.parts) {                                   /* on in one pass */
         d->mode = JR_WHOLE;
         return run(d);
     }
@@ -3425,7 +3433,7 @@ static int run_parallel(jr *d, int threads, size_t part_bytes)
     /* The driver's buffer (a whole block, read for the members before traceEvents) is read
      * again only for an element longer than a window: its pages go back until then. */
     tl_discard_pages(d->buf, d->cap + 1);
-    for (int j = 0; j < threads * 2; j++)
+    for (int j = 0; j < n * 2; j++)
         tl_trace_init(&P.parts[j].t);
     while (rc == RUN_ELEMENT) {
         uint64_t off = d->consumed + d->pos;
@@ -3441,7 +3449,7 @@ static int run_parallel(jr *d, int threads, size_t part_bytes)
         P.one_pass += w == W_ONE_PASS;
         rc = run(d);
     }
-    d->t->read_stats.threads = threads;
+    d->t->read_stats.threads = workers;
     d->t->read_stats.windows = P.windows;
     d->t->read_stats.dropped = P.dropped;
     d->t->read_stats.driver_units = P.driver_units;
@@ -3451,9 +3459,10 @@ static int run_parallel(jr *d, int threads, size_t part_bytes)
     if (getenv("TALLY_READ_STATS")) {
         show_progress(d, 1);
         fprintf(stderr,
-                "tally: %s: %d threads, %llu windows, %llu parts dropped, %llu units read by the "
+                "tally: %s: %d threads, %d parts a window, %llu windows, %llu parts dropped, %llu "
+                "units read by the "
                 "driver, %s, %.3f s parsing, %.3f s merging\n",
-                d->name, threads, (unsigned long long)P.windows, (unsigned long long)P.dropped,
+                d->name, workers, n, (unsigned long long)P.windows, (unsigned long long)P.dropped,
                 (unsigned long long)P.driver_units,
                 P.one_pass ? "then one pass" : "in parallel to the end", P.t_parse, P.t_merge);
     }
@@ -3468,14 +3477,16 @@ static int read_threads(const tl_trace *t)
     return k > 64 ? 64 : k;
 }
 
-/* Bytes of a part: 2 MB; less for a small file, so that every thread has some, and so that a
- * window (threads × part) is at most a 32nd of the file or 1 MB; 512 KB at least. A window is
+/* Bytes of a part, for a window of n parts (part_count): 2 MB; less for a small file, so that
+ * every part has some, and so that a window (n × part) is at most a 32nd of the file or 1 MB;
+ * 512 KB at least. A window is
  * mapped while it is parsed, so its size is what the read holds beside the model: 8 MB parts
  * read a 92 MB file no faster and held 0.53x the file at peak with 2 threads (0.38x with 2 MB;
  * one thread 0.29x); at 16 threads 2 MB parts held 0.69x, 512 KB 0.39x, for 8 % more time on
  * 2 cores (256 KB: 0.34x, 28 % more: a window more is a handing over more; docs/PERFORMANCE.md).
- * From 1 GB on, every thread count up to 16 keeps 2 MB parts. A file under 2 MB is one part
- * (read in one thread). TALLY_READ_PART sets the part (tests cut small traces in many parts). */
+ * From 1 GB on, up to 16 parts a window are of 2 MB (2 threads: 16 parts). A file under 2 MB is one
+ * part (read in one thread). TALLY_READ_PART sets the part (tests cut small traces in many parts).
+ */
 /* TALLY_READ_PART: the part's bytes the tests ask for, or 0. */
 static long long part_asked(void)
 {
@@ -3494,31 +3505,43 @@ static uint64_t window_most(uint64_t file)
     return file / 32 > (1u << 20) ? file / 32 : (1u << 20);
 }
 
-static size_t part_size(uint64_t file, int threads)
+static size_t part_size(uint64_t file, int n)
 {
     long long v = part_asked();
     if (v > 0)
         return v < 64 ? 64 : (size_t)v;
     if (file < (2u << 20))
         return (size_t)file + 1;
-    uint64_t per = file / (uint64_t)threads / 2, by_window = window_most(file) / (uint64_t)threads;
+    uint64_t per = file / (uint64_t)n / 2, by_window = window_most(file) / (uint64_t)n;
     if (by_window < per)
         per = by_window;
     return per >= (2u << 20) ? (2u << 20) : per < PART_MIN ? PART_MIN : (size_t)per;
 }
 
-/* The threads that parse a file of this size: as many as asked, but each with a part of 512 KB
- * at least of a window of at most a 32nd of the file or 1 MB (a 92 MB file: 5), so that the
- * window and the two sets of parts held beside the model do not grow with the thread count (16
- * threads read a 92 MB file with 8 MB windows and held 0.33x it, 8 threads 0.28x, in the same
- * time on 2 cores; on 16 cores the parse of such a file is a few tens of ms either way). Parts
- * the tests ask for keep the threads asked. */
-static int part_threads(uint64_t file, int threads)
+/* The parts a window is cut into for this many threads: eight a thread (at most 64), which the
+ * threads take in turn (tl_share), the driver among them once it has merged the window before:
+ * with a part a thread, the threads waited on the slowest part of every window and on the
+ * merge that shared their cores (2 cores were 1.45 busy while a 1 GB trace was read, 1.85 with
+ * eight parts a thread; the load took 1.8 -> 1.2 s; docs/PERFORMANCE.md, "Parts shared out").
+ * Within a window of at most a 32nd of the file or 1 MB, and so that the window and the two
+ * sets of parts held beside the model do not grow with the thread count: each part 512 KB at
+ * least, and 1 MB at least where there are more parts than threads (a 92 MB file, whose window
+ * is 2.9 MB, in five parts of 575 KB took 10 % longer than in two; 16 threads read a 92 MB file
+ * with 8 MB windows and held 0.33x it, 8 threads 0.28x, in the same time on 2 cores). Parts the
+ * tests ask for (TALLY_READ_PART) keep eight a thread. */
+#define PARTS_A_THREAD  8
+#define PART_SHARED_MIN ((size_t)1 << 20)
+
+static int part_count(uint64_t file, int threads)
 {
+    int n = threads > 64 / PARTS_A_THREAD ? 64 : threads * PARTS_A_THREAD;
     if (part_asked())
-        return threads;
-    uint64_t most = window_most(file) / PART_MIN;
-    return (uint64_t)threads > most ? (int)most : threads;
+        return n;
+    uint64_t most = window_most(file) / PART_SHARED_MIN;
+    if (most < (uint64_t)threads) /* a part a thread, of 512 KB at least */
+        most = (uint64_t)threads < window_most(file) / PART_MIN ? (uint64_t)threads
+                                                                : window_most(file) / PART_MIN;
+    return (uint64_t)n > most ? (int)most : n;
 }
 
 int tl_read_json_mem(tl_trace *t, const char *data, size_t len, const char *name, tl_error *err)
@@ -3632,12 +3655,15 @@ int tl_read_json_fd(tl_trace *t, int fd, const char *path, int progress, tl_erro
     r.flows_at = !r.gz && !r.count_lines && !t->keep_raw;
     /* a plain file big enough for two parts is read in parallel (keep_raw: in one pass, its
      * texts are kept in file order as they are read) */
-    int threads = r.gz || t->keep_raw ? 1 : part_threads(r.total_size, read_threads(t));
-    size_t part = part_size(r.total_size, threads);
-    int parallel = threads > 1 && r.total_size >= 2 * (uint64_t)part;
+    int workers = r.gz || t->keep_raw ? 1 : read_threads(t);
+    int parts = part_count(r.total_size, workers);
+    if (workers > parts)
+        workers = parts;
+    size_t part = part_size(r.total_size, parts);
+    int parallel = workers > 1 && r.total_size >= 2 * (uint64_t)part;
     if (!parallel)
         map_whole(&r);
-    int rc = parallel ? run_parallel(&r, threads, part) : run(&r);
+    int rc = parallel ? run_parallel(&r, parts, workers, part) : run(&r);
     /* Damaged gzip inflates to garbage for a while before zlib notices: when the parser fails
      * first, the damage a little further on is the error to report. */
     if (rc != 0 && r.gz)

@@ -659,6 +659,36 @@ void tl_run_each(void *(*fn)(void *), void *items, size_t size, int n)
     tl_run_each_in(NULL, fn, items, size, n);
 }
 
+static void *share_main(void *arg)
+{
+    tl_share *s = arg;
+    for (;;) {
+        int j = atomic_fetch_add_explicit(&s->next, 1, memory_order_relaxed);
+        if (j >= s->n)
+            return NULL;
+        s->fn(s->items + (size_t)j * s->size);
+    }
+}
+
+void tl_share_start(tl_share *s, tl_pool *pool, void *(*fn)(void *), void *items, size_t size,
+                    int n, int workers)
+{
+    s->fn = fn;
+    s->items = items;
+    s->size = size;
+    s->n = n;
+    atomic_store_explicit(&s->next, 0, memory_order_relaxed);
+    int k = workers - 1 < n ? workers - 1 : n;
+    /* every thread's item is the share itself: items 0 bytes apart */
+    tl_run_start_in(&s->r, pool, share_main, s, 0, 0, k > 0 ? k : 0);
+}
+
+void tl_share_wait(tl_share *s)
+{
+    share_main(s);
+    tl_run_wait(&s->r);
+}
+
 /* ---- trace ------------------------------------------------------------------------------ */
 
 int tl_default_threads(void)

@@ -530,6 +530,24 @@ void tl_run_each_in(tl_pool *pool, void *(*fn)(void *), void *items, size_t size
 void tl_run_apart(tl_runner *r, void *(*fn)(void *), void *item, int apart);
 void tl_run_wait(tl_runner *r);
 
+/* Items shared out: n items that up to `workers` threads of the pool take one after another
+ * until none is left, the caller among them at tl_share_wait. For items of uneven cost and
+ * more items than threads: a thread done early takes the next item rather than wait (a read's
+ * parts: with a thread a part, the parts' ends waited on one another and 2 cores were 1.45
+ * busy). tl_share_start hands workers - 1 threads the items (the caller being the last);
+ * tl_share_wait takes items in the caller until none is left, then waits for the threads. */
+typedef struct tl_share {
+    void *(*fn)(void *);
+    char *items;
+    size_t size;
+    int n;
+    _Atomic int next; /* the next item to take */
+    tl_runner r;
+} tl_share;
+void tl_share_start(tl_share *s, tl_pool *pool, void *(*fn)(void *), void *items, size_t size,
+                    int n, int workers);
+void tl_share_wait(tl_share *s);
+
 /* Threads to use where a caller says 0: TALLY_THREADS when set to a number > 0, else the
  * available cores; at most 64. */
 int tl_default_threads(void);

@@ -789,6 +789,62 @@ TEST(run_each_runs_every_item_once)
     CHECK_EQ_INT(items[0].runs, 1);
 }
 
+/* tl_share: items taken in turn, each once, by at most `workers` threads, the caller among them.
+ * Item 0 is slow: the thread that took it (first, as items go in order) takes no other, and
+ * the rest are done meanwhile by the others, which a thread an item fixed in advance would not
+ * do (its first thread would have items 0, 2, 4...). */
+typedef struct share_item {
+    pthread_t by;
+    int runs, slow;
+} share_item;
+
+static void *share_item_run(void *arg)
+{
+    share_item *it = arg;
+    it->by = pthread_self();
+    it->runs++;
+    if (it->slow)
+        usleep(100 * 1000);
+    return NULL;
+}
+
+TEST(shared_items_are_taken_in_turn)
+{
+    tl_pool *pool = tl_pool_new();
+    CHECK(pool != NULL);
+    for (int round = 0; round < 4; round++) {
+        tl_pool *p = round < 3 ? pool : NULL; /* the last round: threads of their own */
+        int workers = round == 0 ? 1 : 3;
+        share_item items[16];
+        memset(items, 0, sizeof items);
+        items[0].slow = 1;
+        tl_share sh;
+        tl_share_start(&sh, p, share_item_run, items, sizeof *items, 16, workers);
+        tl_share_wait(&sh);
+        pthread_t seen[16];
+        int nseen = 0;
+        for (int k = 0; k < 16; k++) {
+            CHECK_EQ_INT(items[k].runs, 1);
+            int j = 0;
+            while (j < nseen && !pthread_equal(seen[j], items[k].by))
+                j++;
+            if (j == nseen)
+                seen[nseen++] = items[k].by;
+            if (workers > 1 && k > 0) /* not the slow item's thread */
+                CHECK(!pthread_equal(items[k].by, items[0].by));
+        }
+        CHECK(nseen <= workers);
+        if (workers == 1) /* the caller alone */
+            CHECK(nseen == 1 && pthread_equal(seen[0], pthread_self()));
+    }
+    share_item none[1] = {{0}};
+    tl_share sh;
+    tl_share_start(&sh, pool, share_item_run, none, sizeof *none, 0, 3); /* nothing */
+    tl_share_wait(&sh);
+    CHECK_EQ_INT(none[0].runs, 0);
+    tl_pool_free(pool);
+}
+
 /* The pages that lie whole inside [p, p + n): their count, and how many are resident */
 static size_t whole_pages(const char *p, size_t n, uintptr_t *a, uintptr_t *b)
 {
@@ -1281,6 +1337,7 @@ int main(void)
     RUN(two_run_tracks_merged_in_threads_are_the_same);
     RUN(links_and_memory_in_threads_are_the_same);
     RUN(run_each_runs_every_item_once);
+    RUN(shared_items_are_taken_in_turn);
     RUN(finish_knows_the_span_and_the_steps);
     RUN(finish_gives_back_the_room_no_event_took);
     RUN(finish_links_runtime_calls_to_device_work);
