@@ -2839,9 +2839,11 @@ typedef struct pread {
     uint64_t windows, dropped, driver_units, one_pass; /* see tl_trace.read_stats */
     uint64_t file_size;
     double t_parse, t_merge; /* seconds in the parts and in the merges (TALLY_READ_STATS) */
-    /* the parts' event pages go back after each copy: for a file under 512 MB, where they are
-     * a share of what the read holds; a bigger file keeps them for the next window (1 GB at
-     * -j 2: 38 k page faults, each a zeroed page, of 145 k) */
+    /* the parts' event pages go back after each copy: for a file under 64 MB, where they are
+     * a share of what the read holds (a 35 MB trace peaked at 0.31x its size keeping them,
+     * 0.30x giving them back); a bigger file keeps them for the next window (1 GB at -j 2: 38 k
+     * page faults, each a zeroed page, of 145 k; a 92 MB file read 14 % faster at -j 2 and 16
+     * keeping them, at the same peak: the views' peak is the higher) */
     int give_back;
     uint32_t *seen; /* per track of the trace: the merge that last mapped a track to it */
     size_t cap_seen;
@@ -3420,7 +3422,7 @@ static int run_parallel(jr *d, int n, int workers, size_t part_bytes)
     P.file_size = d->total_size;
     /* parts the tests ask for (TALLY_READ_PART) keep theirs: the tests' small files read so
      * cover both ways */
-    P.give_back = P.file_size < ((uint64_t)512 << 20) && !part_asked();
+    P.give_back = P.file_size < ((uint64_t)64 << 20) && !part_asked();
     P.n = n;
     P.workers = workers;
     P.cap = (size_t)n * part_bytes;
