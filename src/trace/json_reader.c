@@ -3480,9 +3480,8 @@ static int run_parallel(jr *d, int n, int workers, size_t part_bytes)
     if (getenv("TALLY_READ_STATS")) {
         show_progress(d, 1);
         fprintf(stderr,
-                "tally: %s: %d threads, %d parts a window, %llu windows, %llu parts dropped, %llu "
-                "units read by the "
-                "driver, %s, %.3f s parsing, %.3f s merging\n",
+                "tally: %s: %d threads, %d parts a window, %llu windows, %llu parts dropped, "
+                "%llu units read by the driver, %s, %.3f s parsing, %.3f s merging\n",
                 d->name, workers, n, (unsigned long long)P.windows, (unsigned long long)P.dropped,
                 (unsigned long long)P.driver_units,
                 P.one_pass ? "then one pass" : "in parallel to the end", P.t_parse, P.t_merge);
@@ -3500,14 +3499,13 @@ static int read_threads(const tl_trace *t)
 
 /* Bytes of a part, for a window of n parts (part_count): 2 MB; less for a small file, so that
  * every part has some, and so that a window (n × part) is at most a 32nd of the file or 1 MB;
- * 512 KB at least. A window is
- * mapped while it is parsed, so its size is what the read holds beside the model: 8 MB parts
- * read a 92 MB file no faster and held 0.53x the file at peak with 2 threads (0.38x with 2 MB;
- * one thread 0.29x); at 16 threads 2 MB parts held 0.69x, 512 KB 0.39x, for 8 % more time on
- * 2 cores (256 KB: 0.34x, 28 % more: a window more is a handing over more; docs/PERFORMANCE.md).
- * From 1 GB on, up to 16 parts a window are of 2 MB (2 threads: 16 parts). A file under 2 MB is one
- * part (read in one thread). TALLY_READ_PART sets the part (tests cut small traces in many parts).
- */
+ * 512 KB at least. A window is mapped while it is parsed, so its size is what the read holds
+ * beside the model: 8 MB parts read a 92 MB file no faster and held 0.53x the file at peak with
+ * 2 threads (0.38x with 2 MB; one thread 0.29x); at 16 threads 2 MB parts held 0.69x, 512 KB
+ * 0.39x, for 8 % more time on 2 cores (256 KB: 0.34x, 28 % more: a window more is a handing
+ * over more; docs/PERFORMANCE.md). From 1 GB on, up to 16 parts a window are of 2 MB (2
+ * threads: 16 parts). A file under 2 MB is one part (read in one thread). TALLY_READ_PART sets
+ * the part (tests cut small traces in many parts). */
 /* TALLY_READ_PART: the part's bytes the tests ask for, or 0. */
 static long long part_asked(void)
 {
