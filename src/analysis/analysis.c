@@ -499,6 +499,9 @@ int tl_gpu_scope_counts(const tl_trace *t, const tl_gpu_scope *s, const tl_event
         return 0;
     if (s->all)
         return 1;
+    uintptr_t at0 = (uintptr_t)t->ev, ae = (uintptr_t)e; /* an event of the trace's array */
+    if (ae >= at0 && ae < at0 + t->nev * sizeof *t->ev)
+        tl_launch_prefetch(t, (ae - at0) / sizeof *t->ev, 0);
     int64_t at = e->link != TL_NONE ? t->ev[e->link].ts : e->ts;
     return scope_has(s, at);
 }

@@ -186,6 +186,29 @@ int tl_copy_is_pageable(const tl_trace *t, const tl_event *e);
 /* o may be NULL (steps, all ops). Returns 0, or -1 when out of memory. */
 int tl_gpu_scope_init(const tl_trace *t, const tl_view_opts *o, tl_gpu_scope *s);
 void tl_gpu_scope_free(tl_gpu_scope *s);
+/* Device work read in order goes to its launching calls at random (t->ev[e->link], then, with
+ * parents, the call's parent): asked for ahead, the call of event i + 16 and the parent of the
+ * call of event i + 8 are in cache by the time the walk reaches them (tl_launch_owner and
+ * tl_gpu_scope_counts took 2.9-3.4 % of a one-thread report's samples of the 1 GB trace, 2.1-2.3
+ * % after, four alternating perf runs; the parents for tl_gpu_scope_counts, which reads only
+ * the call, cost more than they saved). */
+static inline void tl_launch_prefetch(const tl_trace *t, size_t i, int parents)
+{
+    if (i + 16 >= t->nev)
+        return;
+    int32_t l = t->ev[i + 16].link;
+    if (l != TL_NONE && (size_t)l < t->nev)
+        __builtin_prefetch(&t->ev[l]);
+    if (!parents)
+        return;
+    l = t->ev[i + 8].link;
+    if (l != TL_NONE && (size_t)l < t->nev) {
+        int32_t p = t->ev[l].parent;
+        if (p != TL_NONE && (size_t)p < t->nev)
+            __builtin_prefetch(&t->ev[p]);
+    }
+}
+
 /* 1 when device op e passes --linked-only (always, without it). */
 int tl_gpu_scope_linked(const tl_gpu_scope *s, const tl_event *e);
 /* Views of sums: 1 when device op e counts (linked filter; steps: launched in a step). */

@@ -2,12 +2,14 @@
  * attrib.c — device work attributed to the host spans that launched it. See attrib.h.
  */
 #include "analysis/attrib.h"
+#include "analysis/analysis.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 int32_t tl_launch_owner(const tl_trace *t, size_t i, uint32_t mask)
 {
+    tl_launch_prefetch(t, i, 1); /* for the calls to come: the views call it in event order */
     const tl_event *e = &t->ev[i];
     if (e->link == TL_NONE || (size_t)e->link >= t->nev)
         return TL_NONE;
