@@ -3214,9 +3214,7 @@ static int window_parse(jr *d, pread_t *P, part *parts, window *w, uint64_t off,
         return -1;
     int k = window_begin(d, P, parts, w, off, state, cut);
     double t0 = tl_now_s();
-    tl_share sh;
-    tl_share_start(&sh, P->pool, part_main, parts, sizeof *parts, k, P->workers);
-    tl_share_wait(&sh);
+    tl_share_each(P->pool, part_main, parts, sizeof *parts, k, P->workers);
     P->t_parse += tl_now_s() - t0;
     return k;
 }
@@ -3314,9 +3312,7 @@ static int window_merge(jr *d, pread_t *P, part *parts, const size_t *cut, int g
     for (int j = 0; j < g; j++)
         pc[j] = (part_copy){&parts[j], mt->ev + base[j], P->give_back};
     if (total - mt->nev >= COPY_APART_MIN) {
-        tl_share sh;
-        tl_share_start(&sh, P->pool, copy_events, pc, sizeof *pc, g, P->workers);
-        tl_share_wait(&sh);
+        tl_share_each(P->pool, copy_events, pc, sizeof *pc, g, P->workers);
     } else { /* a few events: a thread each would cost more than the copy */
         for (int j = 0; j < g; j++)
             copy_events(&pc[j]);

@@ -645,18 +645,13 @@ void tl_run_wait(tl_runner *r)
     }
 }
 
-void tl_run_each_in(tl_pool *pool, void *(*fn)(void *), void *items, size_t size, int n)
+void tl_run_each(void *(*fn)(void *), void *items, size_t size, int n)
 {
     tl_runner r;
-    tl_run_start_in(&r, pool, fn, items, size, 1, n);
+    tl_run_start(&r, fn, items, size, 1, n);
     if (n > 0)
         fn(items);
     tl_run_wait(&r);
-}
-
-void tl_run_each(void *(*fn)(void *), void *items, size_t size, int n)
-{
-    tl_run_each_in(NULL, fn, items, size, n);
 }
 
 static void *share_main(void *arg)
@@ -687,6 +682,13 @@ void tl_share_wait(tl_share *s)
 {
     share_main(s);
     tl_run_wait(&s->r);
+}
+
+void tl_share_each(tl_pool *pool, void *(*fn)(void *), void *items, size_t size, int n, int workers)
+{
+    tl_share s;
+    tl_share_start(&s, pool, fn, items, size, n, workers);
+    tl_share_wait(&s);
 }
 
 /* ---- trace ------------------------------------------------------------------------------ */

@@ -516,15 +516,14 @@ void tl_run_start(tl_runner *r, void *(*fn)(void *), void *items, size_t size, i
  * window started 50 k threads in test_parallel_read, most of its time under the sanitizers). A
  * worker is started when an item finds every other one busy (at most 64), runs an item, waits
  * for the next; tl_pool_free joins them all, once every item given is waited for. NULL when
- * there is no memory for it: the _in calls then start threads as the plain ones do. */
+ * there is no memory for it: tl_run_start_in and the shares then start threads as tl_run_start
+ * does. */
 tl_pool *tl_pool_new(void);
 void tl_pool_free(tl_pool *p);
-/* tl_run_start and tl_run_each with the pool's workers instead of threads of their own; an
- * item no worker can take (64 busy, or one cannot be started) runs in the caller at the wait,
- * as with threads. */
+/* tl_run_start with the pool's workers instead of threads of their own; an item no worker can
+ * take (64 busy, or one cannot be started) runs in the caller at the wait, as with threads. */
 void tl_run_start_in(tl_runner *r, tl_pool *pool, void *(*fn)(void *), void *items, size_t size,
                      int first, int n);
-void tl_run_each_in(tl_pool *pool, void *(*fn)(void *), void *items, size_t size, int n);
 /* One item: in a thread of its own when apart (and a thread can be had), else in the caller at
  * tl_run_wait. */
 void tl_run_apart(tl_runner *r, void *(*fn)(void *), void *item, int apart);
@@ -547,6 +546,9 @@ typedef struct tl_share {
 void tl_share_start(tl_share *s, tl_pool *pool, void *(*fn)(void *), void *items, size_t size,
                     int n, int workers);
 void tl_share_wait(tl_share *s);
+/* Both at once: the items shared out, the caller among the workers, done on return. */
+void tl_share_each(tl_pool *pool, void *(*fn)(void *), void *items, size_t size, int n,
+                   int workers);
 
 /* Threads to use where a caller says 0: TALLY_THREADS when set to a number > 0, else the
  * available cores; at most 64. */
