@@ -895,6 +895,68 @@ static void skip_scalar(jr *r, char c)
     }
 }
 
+/* The array at r->pos ('[') skipped in one loop when it has the shape of a Kineto operator's
+ * "Input Dims", "Input Strides", "Input type" or "Concrete Inputs": elements that are plain
+ * integers, strings without a backslash, or arrays of those, spaces between tokens. 1 with
+ * r->pos past its ']'; 0 with r->pos unchanged for anything else (other numbers, escapes,
+ * objects, deeper arrays, other whitespace, the buffer's end, and every error): skip_value then
+ * takes it from its start the general way, which decides the same for what this one accepts.
+ * The text has a NUL at b[len], which stops every scan below. */
+static inline int skip_flat_array(jr *r)
+{
+    const char *b = r->buf;
+    size_t len = r->len, i = r->pos + 1;
+    unsigned depth = 1;
+    int open = 1; /* just past a '[': a ']' may follow */
+    for (;;) {
+        while (b[i] == ' ')
+            i++;
+        char c = b[i];
+        if (is_digit(c) || c == '-') {
+            size_t d = i + (c == '-');
+            i = skip_digits(b, d, len);
+            if (i == d)
+                return 0;
+        } else if (c == '"') {
+            int esc = 0;
+            i = string_end(b, i + 1, len, &esc);
+            if (i >= len || esc) /* escapes are checked the general way */
+                return 0;
+            i++;
+        } else if (c == '[' && depth == 1) {
+            depth = 2;
+            open = 1;
+            i++;
+            continue;
+        } else if (c == ']' && open) {
+            i++;
+            goto closed;
+        } else {
+            return 0;
+        }
+        /* after a value: ',' and the next, or the closing bracket */
+        for (;;) {
+            while (b[i] == ' ')
+                i++;
+            if (b[i] == ',') {
+                i++;
+                open = 0;
+                break;
+            }
+            if (b[i] != ']')
+                return 0;
+            i++;
+        closed:
+            if (--depth == 0) {
+                if (i > len)
+                    return 0;
+                r->pos = i;
+                return 1;
+            }
+        }
+    }
+}
+
 /* Deepest nesting of objects and arrays a skipped value may have. */
 #define SKIP_DEPTH 4096
 
@@ -903,6 +965,8 @@ static void skip_scalar(jr *r, char c)
  * What is open is a stack of bits (1: an object), so that nesting costs no C stack. */
 static void skip_value(jr *r)
 {
+    if (peek(r, "a value") == '[' && skip_flat_array(r))
+        return;
     uint64_t obj[SKIP_DEPTH / 64];
     size_t depth = 0;
     for (;;) {

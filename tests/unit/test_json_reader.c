@@ -1227,7 +1227,8 @@ TEST(error_bad_escape)
 
 /* Arrays the reader skips (or keeps as text, "Input Dims") of every shape (nested arrays,
  * integers, strings with and without escapes, objects, fractions, literals) are read, and bad
- * ones fail where JSON says they go wrong. Each is the value of args "x" from line 2, column 49
+ * ones fail where JSON says they go wrong, whether the reader's one-loop skip of the common
+ * shapes takes them or the general one. Each is the value of args "x" from line 2, column 49
  * (nine columns on for "Input Dims", whose text becomes the event's args string as written). */
 TEST(skipped_arrays_of_every_shape)
 {
@@ -1258,6 +1259,17 @@ TEST(skipped_arrays_of_every_shape)
         {"[\"a\" \"b\"]", 6, "',' or ']' in an array, found '\"'"},
         {"[[1]", 5, "',' or ']' in an array, found '}'"},
         {"[tru]", 2, "a value (string, number, object, array, true, false or null), found 't'"},
+        /* the one-loop shapes (integers, plain strings, one level of arrays) at their edges */
+        {"[[1, 2], \"s\", -3, []]", 0, NULL},
+        {"[[[]]]", 0, NULL},
+        {"[ [ ], 3 ]", 0, NULL},
+        {"[\"a\", [\"b\\\"c\"], 1]", 0, NULL},
+        {"[[1,], 2]", 5, "a value, found ']'"},
+        {"[[1 2]]", 5, "',' or ']' in an array, found '2'"},
+        {"[[-], 1]", 3, "a value (string, number, object, array, true, false or null), found '-'"},
+        {"[1.]", 2, "a value (string, number, object, array, true, false or null), found '1'"},
+        {"[[1], [2]", 10, "',' or ']' in an array, found '}'"},
+        {"[[1]x]", 5, "',' or ']' in an array, found 'x'"},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         for (int dims = 0; dims < 2; dims++) {
