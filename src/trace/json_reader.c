@@ -40,11 +40,10 @@
 /* What one read() brings: small enough that the text is still in the core's L2 cache when the
  * lexer reaches it and that a small file does not pay for fresh pages it hardly uses (10 MB
  * trace, one thread: -13 % CPU against 4 MB blocks; 1 GB: -3.6 %). An element longer than half
- * of it grows the buffer. */
+ * of it grows the buffer. A file is read, not mapped: the lexer walking the page cache's pages
+ * through a mapping (4 KB pages, a fault every 16 of them) took 0.5-0.7 s of CPU a GB on a VM
+ * where read() and the walk of the copy took 0.13 s (docs/PERFORMANCE.md, "Read, not mapped"). */
 #define BLOCK (256u << 10)
-/* the pages of a file mapped whole go back this many bytes at a time: a power of two (see
- * release_read) */
-#define RELEASE_STEP ((size_t)2 << 20)
 
 enum { JR_NEED_MORE = 1, JR_ERROR = 2 };
 
@@ -109,7 +108,6 @@ typedef struct jr {
     tl_error *err;
     jmp_buf jb;
     int in_mem;
-    size_t mapped; /* the whole file is mapped at buf, this many bytes (a one-pass read) */
 
     /* what kind of file this is */
     int paddle;
@@ -157,10 +155,6 @@ typedef struct jr {
      * (limit: stop at the first element that starts at or past it) */
     int mode, one;
     size_t limit;
-    /* a whole file mapped: the pages before buf + released that it has read are given back as
-     * it goes, release_step at a time (0: it does not) */
-    int release;
-    size_t released, release_step;
     /* A part keeps what only the merge can settle: E events of earlier parts' B; events whose
      * category depends on an earlier "CPU functions" pid; thread names, in order. */
     pending_end *pend;
@@ -257,8 +251,8 @@ __attribute__((noreturn)) static void fail(jr *r, const char *expected)
 {
     if (r->mode == JR_PART) /* the driver reads the unit again and says where */
         longjmp(r->jb, JR_ERROR);
-    /* a plain file now shorter than when it was opened: another program cut it (a mapped text
-     * reads as zeros up to the end of the page the new end is in) */
+    /* a plain file now shorter than when it was opened: another program cut it (its text ended
+     * early) */
     struct stat st;
     if (!r->gz && !r->count_lines && r->total_size && fstat(r->fd, &st) == 0 &&
         (uint64_t)st.st_size < r->total_size) {
@@ -299,7 +293,7 @@ static void show_progress(jr *r, int final)
     if (t - r->t_start < 1.0 || t - r->t_last < 0.5)
         return;
     r->t_last = t;
-    double mb = (double)(r->consumed + (r->mapped ? r->pos : r->len)) / 1e6;
+    double mb = (double)(r->consumed + r->len) / 1e6;
     int n = r->total_size ? fprintf(stderr, "\rreading %s: %.0f of %.0f MB (%.0f MB/s)", r->name,
                                     mb, (double)r->total_size / 1e6, mb / (t - r->t_start))
                           : fprintf(stderr, "\rreading %s: %.0f MB (%.0f MB/s)", r->name, mb,
@@ -2349,27 +2343,6 @@ enum {
     TOP_DONE
 };
 
-/* A whole file mapped (map_whole) gives back the pages it has read, 2 MB at a time and on 2 MB
- * boundaries: its strings and numbers are the trace's own by then, so that what the read holds
- * of the file is a step rather than the file. Whole steps, because the kernel may map a file's
- * pages 2 MB at a time (ext4's large folios): giving back part of one splits it, flushing the
- * TLB of every core, and in 256 KB steps that was 0.3-0.5 s of system time on a 1 GB trace.
- * The last page, the one written (its NUL), is never whole before r->pos; a flow read again
- * (JR_AGAIN) from pages given back reads them from the file again. The windows of a parallel
- * read give back nothing while parsed: each is mapped only until merged (run_parallel). */
-static void release_read(jr *r)
-{
-    if (r->pos < r->released || r->pos - r->released < r->release_step)
-        return; /* (a flow read again, JR_AGAIN, goes back to pages given back already) */
-    uintptr_t from = (uintptr_t)(r->buf + r->released);
-    uintptr_t at = (uintptr_t)(r->buf + r->pos) & ~((uintptr_t)r->release_step - 1);
-    if (at <= from)
-        return;
-    tl_discard_pages(r->buf + r->released, at - from);
-    r->released = (size_t)(at - (uintptr_t)r->buf);
-    show_progress(r, 0);
-}
-
 /* The text of the next elements asked for from memory while this one is parsed: 512 bytes,
  * from 512 bytes past the element's start (a Kineto event is 250-600 bytes). The parse waited on
  * the input's cache lines (the first loads of fresh lines were most of run's own samples) though
@@ -2478,8 +2451,6 @@ static int run(jr *r)
                 return RUN_ELEMENT;
             if (r->mode == JR_PART && r->pos >= r->limit)
                 return RUN_STOP;
-            if (r->release)
-                release_read(r);
             prefetch_ahead(r);
             size_t start = r->pos, nev0 = r->t->nev;
             r->elem_start = start;
@@ -2750,9 +2721,7 @@ static void jr_free(jr *r)
     free(r->used);
     free(r->scratch);
     free(r->samples);
-    if (r->mapped)
-        munmap(r->buf, r->mapped);
-    else if (!r->in_mem)
+    if (!r->in_mem)
         free(r->buf);
 }
 
@@ -3178,73 +3147,86 @@ static int merge_rest(jr *d, part *p, size_t base)
     return MERGED;
 }
 
-/* A window of the file: its pages mapped with the NUL the lexer stops at after them (map_text;
- * no copy from the page cache: that copy was a fifth of a parallel read's time, all of it in the
- * driver's thread; the parts fault the pages in, each its own), else read into P->buf. */
+/* A window of the file: read into P->buf, the NUL the lexer stops at after it, in slices that
+ * the threads take in turn. Not mapped: the parts walking the page cache's pages through a
+ * mapping took 0.5-0.7 s of CPU a GB on this VM (4 KB pages, a fault every 16), where read()'s
+ * copy and the walk of the copy took 0.13 s; the copy in the driver's thread alone, as it once
+ * was, was a fifth of a parallel read's time (docs/PERFORMANCE.md, "Read, not mapped"). One
+ * buffer does for the window parsed and the one parsed ahead: the parts hold what they read as
+ * their own, so a window's text is done with before the next is read (read_windows). */
 typedef struct window {
-    char *text, *map;
-    size_t len, maplen;
+    char *text;
+    size_t len;
 } window;
 
-/* Map want bytes of fd from off (of a file of file_size bytes) into w with the byte after them
- * a NUL: 0, or 1 when that byte cannot be touched (the file ends at a page's end) or mapping
- * fails. Where the file goes on, the NUL is written in the private copy; at its end, the zeros
- * the rest of the last page maps as are the NUL. */
-static int map_text(int fd, uint64_t off, size_t want, uint64_t file_size, window *w)
+/* Slices of a window: 1 MB at least, so that a thread's turn is worth its handing over. */
+#define SLICE_MIN ((size_t)1 << 20)
+
+typedef struct slice {
+    int fd;
+    char *to;
+    uint64_t off;
+    size_t want, got;
+    int err; /* errno of a read that failed, else 0 */
+} slice;
+
+static void *read_slice(void *arg)
 {
-    long page = sysconf(_SC_PAGESIZE);
-    if (page <= 0 || off >= file_size ||
-        (off + want >= file_size && file_size % (uint64_t)page == 0))
-        return 1;
-    uint64_t at = off - off % (uint64_t)page;
-    size_t maplen = (size_t)(off - at) + want + 1;
-    void *m = mmap(NULL, maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, (off_t)at);
-    if (m == MAP_FAILED)
-        return 1;
-    w->map = m;
-    w->maplen = maplen;
-    w->text = w->map + (off - at);
-    w->len = want;
-    if (off + want < file_size)
-        w->text[w->len] = 0;
-    return 0;
+    slice *s = arg;
+    while (s->got < s->want) {
+        ssize_t n = pread(s->fd, s->to + s->got, s->want - s->got, (off_t)(s->off + s->got));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            s->err = n < 0 ? errno : 0;
+            break;
+        }
+        s->got += (size_t)n;
+    }
+    return NULL;
 }
 
-/* Open the window at off: 0; 1 when it cannot be mapped and may_read is 0; -1 with d->err. */
-static int window_open(jr *d, pread_t *P, uint64_t off, int may_read, window *w)
+/* Read the window at off into P->buf: 0, or -1 with d->err set (no memory, a read error, or a
+ * file shorter than when it was opened: another program cut it). */
+static int window_open(jr *d, pread_t *P, uint64_t off, window *w)
 {
     memset(w, 0, sizeof *w);
     size_t want = off + P->cap < P->file_size ? P->cap : (size_t)(P->file_size - off);
-    if (map_text(d->fd, off, want, P->file_size, w) == 0)
-        return 0;
-    memset(w, 0, sizeof *w);
-    if (!may_read)
-        return 1;
     if (!P->buf && !(P->buf = tl_big_alloc(P->cap + 1))) {
         tl_error_setc(d->err, TL_ERR_NOMEM, "%s: out of memory", d->name);
         return -1;
     }
-    w->text = P->buf;
-    while (w->len < P->cap) {
-        ssize_t got = pread(d->fd, w->text + w->len, P->cap - w->len, (off_t)(off + w->len));
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got < 0) {
-            tl_error_setc(d->err, TL_ERR_IO, "%s: read error: %s", d->name, strerror(errno));
+    slice sl[64];
+    int k = want / SLICE_MIN < (size_t)P->n ? (int)(want / SLICE_MIN) : P->n;
+    if (k < 1)
+        k = 1;
+    for (int j = 0; j < k; j++) {
+        size_t a = (size_t)((uint64_t)want * (uint64_t)j / (uint64_t)k);
+        size_t b = (size_t)((uint64_t)want * (uint64_t)(j + 1) / (uint64_t)k);
+        sl[j] = (slice){d->fd, P->buf + a, off + a, b - a, 0, 0};
+    }
+    if (k > 1)
+        tl_share_each(P->pool, read_slice, sl, sizeof *sl, k, P->workers);
+    else
+        read_slice(&sl[0]);
+    for (int j = 0; j < k; j++) {
+        if (sl[j].err) {
+            tl_error_setc(d->err, TL_ERR_IO, "%s: read error: %s", d->name, strerror(sl[j].err));
             return -1;
         }
-        if (got == 0)
-            break;
-        w->len += (size_t)got;
+        if (sl[j].got < sl[j].want) {
+            tl_error_set(d->err, "%s: " TL_CUT_SHORT_TEXT, d->name);
+            return -1;
+        }
     }
+    w->text = P->buf;
+    w->len = want;
     w->text[w->len] = 0;
     return 0;
 }
 
 static void window_close(window *w)
 {
-    if (w->map)
-        munmap(w->map, w->maplen);
     memset(w, 0, sizeof *w);
 }
 
@@ -3269,12 +3251,12 @@ static int window_begin(jr *d, pread_t *P, part *parts, const window *w, uint64_
     return k;
 }
 
-/* Open the window at off (read when it cannot be mapped), cut it and parse its parts, taken in
- * turn by the workers and the caller: how many parts, or -1 with d->err. */
+/* Read the window at off, cut it and parse its parts, taken in turn by the workers and the
+ * caller: how many parts, or -1 with d->err. */
 static int window_parse(jr *d, pread_t *P, part *parts, window *w, uint64_t off, int state,
                         size_t *cut)
 {
-    if (window_open(d, P, off, 1, w) != 0)
+    if (window_open(d, P, off, w) != 0)
         return -1;
     int k = window_begin(d, P, parts, w, off, state, cut);
     double t0 = tl_now_s();
@@ -3410,12 +3392,14 @@ static int read_windows(jr *d, pread_t *P, uint64_t *off, int *state)
         uint64_t noff;
         w = window_decide(d, P, cur, cut_c, kc, *off, *state, &g, &noff, &nstate);
         /* the parts hold what they read as their own (interned strings, numbers): the text
-         * goes before the next is mapped, so that one window is held at a time */
+         * is done with, and the next is read into the same buffer */
         window_close(&wc);
         /* the next window's parts taken by the workers while this one is merged */
         tl_share pr;
         int kn = 0;
-        if (w == W_MORE && window_open(d, P, noff, 0, &wn) == 0) {
+        if (w == W_MORE) {
+            if (window_open(d, P, noff, &wn) != 0)
+                return W_FAIL;
             kn = window_begin(d, P, nxt, &wn, noff, nstate, cut_n);
             /* every worker on them meanwhile, and the driver once it has merged */
             tl_share_start(&pr, P->pool, part_main, nxt, sizeof *nxt, kn, P->workers + 1);
@@ -3440,18 +3424,13 @@ static int read_windows(jr *d, pread_t *P, uint64_t *off, int *state)
         d->consumed = *off;
         d->len = 0;
         show_progress(d, 0);
-        if (kn) { /* parsed already: on to its merge */
-            part *sw = cur;
-            cur = nxt;
-            nxt = sw;
-            wc = wn;
-            memcpy(cut_c, cut_n, sizeof cut_c);
-            kc = kn;
-            continue;
-        }
-        /* not mapped ahead: read in the parts' absence */
-        if ((kc = window_parse(d, P, cur, &wc, *off, *state, cut_c)) < 0)
-            return W_FAIL;
+        /* parsed already: on to its merge */
+        part *sw = cur;
+        cur = nxt;
+        nxt = sw;
+        wc = wn;
+        memcpy(cut_c, cut_n, sizeof cut_c);
+        kc = kn;
     }
 }
 
@@ -3559,7 +3538,7 @@ static int read_threads(const tl_trace *t)
 
 /* Bytes of a part, for a window of n parts (part_count): 2 MB; less for a small file, so that
  * every part has some, and so that a window (n × part) is at most a 32nd of the file or 1 MB;
- * 512 KB at least. A window is mapped while it is parsed, so its size is what the read holds
+ * 512 KB at least. A window is read whole before it is parsed, so its size is what the read holds
  * beside the model: 8 MB parts read a 92 MB file no faster and held 0.53x the file at peak with
  * 2 threads (0.38x with 2 MB; one thread 0.29x); at 16 threads 2 MB parts held 0.69x, 512 KB
  * 0.39x, for 8 % more time on 2 cores (256 KB: 0.34x, 28 % more: a window more is a handing
@@ -3667,28 +3646,6 @@ int tl_read_json(tl_trace *t, const char *path, int progress, tl_error *err)
     return rc;
 }
 
-/* A plain file read in one pass is mapped whole rather than read block by block: the copy from
- * the page cache was 3 % of a one-thread read and report (1 GB), and a block's pages were fresh
- * for each process. The pages read go back as the lexer passes them (release_read), so what the
- * read holds stays a few hundred kB. Where the file cannot be mapped with its NUL (map_text: a
- * size that is a page multiple), it is read as before. */
-static void map_whole(jr *r)
-{
-    window w = {0};
-    if (r->gz || r->count_lines || !r->total_size ||
-        map_text(r->fd, 0, (size_t)r->total_size, r->total_size, &w) != 0)
-        return;
-    free(r->buf);
-    r->buf = w.text;
-    r->mapped = w.maplen;
-    r->len = r->cap = w.len;
-    r->eof = 1;
-    r->in_mem = 1;
-    r->release = 1;
-    r->released = 0;
-    r->release_step = RELEASE_STEP;
-}
-
 int tl_read_json_fd(tl_trace *t, int fd, const char *path, int progress, tl_error *err)
 {
     jr r;
@@ -3740,8 +3697,6 @@ int tl_read_json_fd(tl_trace *t, int fd, const char *path, int progress, tl_erro
         workers = parts;
     size_t part = part_size(r.total_size, parts);
     int parallel = workers > 1 && r.total_size >= 2 * (uint64_t)part;
-    if (!parallel)
-        map_whole(&r);
     int rc = parallel ? run_parallel(&r, parts, workers, part) : run(&r);
     /* Damaged gzip inflates to garbage for a while before zlib notices: when the parser fails
      * first, the damage a little further on is the error to report. */

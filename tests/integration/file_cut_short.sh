@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # file_cut_short.sh — a trace that another program cuts short while tally reads it (a training
 # run rewriting its trace file) is one line on stderr and exit status 1, not a crash (SIGBUS on
-# the mapped pages past the new end): a .tally file (mapped whole), a JSON file read in
-# parallel windows (mapped one at a time) and the same file read in one pass (mapped whole), cut
-# by shim_cut.so just before tally maps them. The same files, whole, read cleanly.
+# the mapped pages past the new end) nor a parse error: a .tally file (mapped whole), cut by
+# shim_cut.so just before tally maps it, a JSON file read in parallel windows and the same file
+# read in one pass, cut just before tally reads past 1 MB. The same files, whole, read cleanly.
 set -euo pipefail
 : "${BUILD:?}" "${TALLY:?}"
 SHIM="$BUILD/tests/libshim_cut.so"
@@ -59,6 +59,6 @@ grep -q "op49" "$work/whole.txt" || fail "the JSON file read without op49: $(cat
 run_cut tally "$work/t.cutme.tally" 0
 # the JSON is cut at 1 MB: its windows past the first 16 start beyond the end
 run_cut json "$work/t.cutme.json" 1000000
-# one thread: the one pass maps the whole file, and reads past 1 MB
+# one thread: the one pass reads past 1 MB
 run_cut json_one_pass "$work/t.cutme.json" 1000000 1
 echo "file_cut_short: ok"
