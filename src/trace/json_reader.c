@@ -47,6 +47,42 @@
 
 enum { JR_NEED_MORE = 1, JR_ERROR = 2 };
 
+/* The reader's text (a one-pass read's block, a parallel read's window) is mapped apart from
+ * the heap: the 256 KB block from malloc sat among the read's small blocks, and the views'
+ * arrays, placed above it, lost huge pages (1 GB trace, one thread: 3 k more page faults, the
+ * memory view 0.15 -> 0.28 s, breakdown 0.09 -> 0.15 s). n: the bytes, its NUL included. */
+static char *text_alloc(size_t n)
+{
+    void *m = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
+        return NULL;
+#ifdef MADV_HUGEPAGE
+    /* a window, walked once a window: huge pages spare a TLB miss every 4 KB (advice: if it
+     * fails, nothing changes) */
+    if (n >= ((size_t)4 << 20))
+        madvise(m, n, MADV_HUGEPAGE);
+#endif
+    return m;
+}
+
+static void text_free(char *p, size_t n)
+{
+    if (p)
+        munmap(p, n);
+}
+
+/* p (had bytes) moved to a text of n bytes, its first had bytes kept; NULL (p kept) when there
+ * is no memory. */
+static char *text_grow(char *p, size_t had, size_t n)
+{
+    char *q = text_alloc(n);
+    if (q) {
+        memcpy(q, p, had);
+        text_free(p, had);
+    }
+    return q;
+}
+
 /* How run() reads: the whole input; as the driver of a parallel read (it stops at each element
  * of traceEvents for the parts to take over); as one part of a window (a thread of the parallel
  * parse, below); or one element again, a flow, at the end (read_flows_again). */
@@ -333,7 +369,7 @@ static int refill(jr *r)
     }
     if (r->cap - r->len < BLOCK / 2) {
         size_t nc = r->cap * 2;
-        char *nb = tl_big_realloc(r->buf, nc + 1);
+        char *nb = text_grow(r->buf, r->cap + 1, nc + 1);
         if (!nb) {
             tl_error_setc(r->err, TL_ERR_NOMEM, "%s: out of memory", r->name);
             longjmp(r->jb, JR_ERROR);
@@ -2722,7 +2758,7 @@ static void jr_free(jr *r)
     free(r->scratch);
     free(r->samples);
     if (!r->in_mem)
-        free(r->buf);
+        text_free(r->buf, r->cap + 1);
 }
 
 /* Close B events never ended, at the trace's last timestamp. */
@@ -3192,7 +3228,7 @@ static int window_open(jr *d, pread_t *P, uint64_t off, window *w)
 {
     memset(w, 0, sizeof *w);
     size_t want = off + P->cap < P->file_size ? P->cap : (size_t)(P->file_size - off);
-    if (!P->buf && !(P->buf = tl_big_alloc(P->cap + 1))) {
+    if (!P->buf && !(P->buf = text_alloc(P->cap + 1))) {
         tl_error_setc(d->err, TL_ERR_NOMEM, "%s: out of memory", d->name);
         return -1;
     }
@@ -3463,7 +3499,7 @@ static void parts_free(pread_t *P)
     tl_pool_free(P->pool);
     free(P->parts);
     free(P->seen);
-    free(P->buf);
+    text_free(P->buf, P->cap + 1);
 }
 
 static long long part_asked(void);
@@ -3679,7 +3715,7 @@ int tl_read_json_fd(tl_trace *t, int fd, const char *path, int progress, tl_erro
      * event; 128 leaves a margin for denser producers. */
     tl_trace_reserve(t, t->nev + json_size / 128);
     r.cap = BLOCK;
-    r.buf = tl_big_alloc(r.cap + 1);
+    r.buf = text_alloc(r.cap + 1);
     if (!r.buf) {
         tl_error_setc(err, TL_ERR_NOMEM, "%s: out of memory", path);
         tl_inflate_close(r.gz);
