@@ -2379,24 +2379,6 @@ enum {
     TOP_DONE
 };
 
-/* The text of the next elements asked for from memory while this one is parsed: 512 bytes,
- * from 512 bytes past the element's start (a Kineto event is 250-600 bytes). The parse waited on
- * the input's cache lines (the first loads of fresh lines were most of run's own samples) though
- * it reads them in order: the load of the 1 GB trace on one thread took 12 % less user CPU
- * (1.94 -> 1.70 s, medians of seven alternating rounds; 1 KB or 4 KB ahead, or 1 KB at a time,
- * no better; docs/PERFORMANCE.md, "The input asked for ahead"). */
-#define PREFETCH_AHEAD 512
-#define PREFETCH_SPAN  512
-
-static inline void prefetch_ahead(const jr *r)
-{
-    size_t to = r->pos + PREFETCH_AHEAD + PREFETCH_SPAN;
-    if (to > r->len)
-        to = r->len;
-    for (size_t k = r->pos + PREFETCH_AHEAD; k < to; k += 64)
-        __builtin_prefetch(r->buf + k);
-}
-
 static int run(jr *r)
 {
     /* the state lives in r, not in locals: it must survive the longjmp back here. The jump
@@ -2487,7 +2469,6 @@ static int run(jr *r)
                 return RUN_ELEMENT;
             if (r->mode == JR_PART && r->pos >= r->limit)
                 return RUN_STOP;
-            prefetch_ahead(r);
             size_t start = r->pos, nev0 = r->t->nev;
             r->elem_start = start;
             r->args_b = r->args_e = 0;
