@@ -2619,7 +2619,7 @@ static int cmd_read(int argc, char **argv)
             tl_trace_free(&t);
             return 1;
         }
-        tl_malloc_for_views();
+        tl_malloc_for_views(&t);
         double b = now_s();
         FILE *out = fopen("/dev/null", "w");
         if (!out) {

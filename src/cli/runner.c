@@ -134,7 +134,7 @@ int cli_load(const char *verb, tl_trace *t, const char *path, int progress)
         tl_error_setc(&err, TL_ERR_NOMEM, "%s: out of memory", path);
         return cli_fail(verb, &err);
     }
-    tl_malloc_for_views();
+    tl_malloc_for_views(t);
     return 0;
 }
 

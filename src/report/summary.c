@@ -570,6 +570,7 @@ static tl_table *ahead_compute(const ahead *a, int k, tl_error *err)
     tl_view_opts vo = view_opts(d, a->o);
     int stats = getenv("TALLY_READ_STATS") != NULL;
     long rss0 = stats && !a->nth && tl_peak_reset() == 0 ? tl_proc_kb("VmRSS:") : -1;
+    tl_malloc_advise(); /* the heap it grew to since the last view began, in huge pages */
     double t0 = tl_now_s();
     tl_table *res = d->fn(a->t, &vo, err);
     if (stats) { /* what each view costs (docs/PERFORMANCE.md) */

@@ -370,23 +370,54 @@ void tl_discard_pages(void *p, size_t n)
 }
 
 static int one_trace; /* tl_malloc_for_one_trace was called */
+static char *heap_lo; /* the heap's end when it was called: the views' heap is above it */
+static int heap_huge; /* tl_malloc_for_views advised the heap: tl_malloc_advise goes on */
 
 void tl_malloc_for_one_trace(void)
 {
 #ifdef M_MMAP_THRESHOLD
     one_trace = 1;
+    heap_lo = sbrk(0);
     mallopt(M_MMAP_THRESHOLD, 1 << 20); /* a fixed threshold: glibc no longer moves it */
     mallopt(M_ARENA_MAX, 1);
 #endif
 }
 
-void tl_malloc_for_views(void)
+/* The views' heap in huge pages from events of this many bytes (1M events: a Kineto JSON of
+ * ~450 MB); the heap then grows by HEAP_PAD beyond what a block asks for (M_TOP_PAD), and by a
+ * block of HEAP_FIRST more as the views begin. */
+#define HEAP_HUGE_FROM ((size_t)64 << 20)
+#define HEAP_PAD       (64 << 20)
+#define HEAP_FIRST     (24 << 20)
+
+void tl_malloc_for_views(const tl_trace *t)
 {
 #ifdef M_MMAP_THRESHOLD
     if (!one_trace)
         return;
     mallopt(M_MMAP_THRESHOLD, 32 << 20);
     mallopt(M_TRIM_THRESHOLD, 16 << 20);
+    if (t->nev < HEAP_HUGE_FROM / sizeof *t->ev)
+        return;
+    mallopt(M_TOP_PAD, HEAP_PAD);
+    void *volatile first = malloc(HEAP_FIRST); /* volatile: the pair is not optimised away */
+    free(first);
+    heap_huge = 1;
+    tl_malloc_advise();
+#else
+    (void)t;
+#endif
+}
+
+void tl_malloc_advise(void)
+{
+#if defined(M_MMAP_THRESHOLD) && defined(MADV_HUGEPAGE)
+    if (!heap_huge || !heap_lo)
+        return;
+    uintptr_t huge = (uintptr_t)2 << 20;
+    uintptr_t a = ((uintptr_t)heap_lo + huge - 1) & ~(huge - 1), b = (uintptr_t)sbrk(0);
+    if (b > a)
+        madvise((void *)a, b - a, MADV_HUGEPAGE); /* advice: failure changes nothing */
 #endif
 }
 
