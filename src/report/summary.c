@@ -530,9 +530,11 @@ static size_t model_bytes(const tl_trace *t)
 }
 
 /* What the process holds beside the model and the views' scratch: its code and libraries,
- * the reader's buffer, the allocator's spare (5.5-6 MB after loading a 92 MB trace with 1 to 16
- * threads, 9.5 MB after 1 GB). */
-#define PROCESS_ALLOWANCE ((size_t)6 << 20)
+ * the allocator's spare, and the view threads' stacks (after loading a 92 MB trace, 3.4 / 4.9 /
+ * 5.7 MB at -j 1 / 2 / 16, 2026-11-30; 6 MB allowed let a 92 MB trace's views run two at once
+ * and its report peak at 0.31x the file at -j 2 and 16, 8 MB keeps them one at a time: 0.29x,
+ * in the same time). */
+#define PROCESS_ALLOWANCE ((size_t)8 << 20)
 /* What a view thread keeps beside its view's scratch (its arena's free memory, its stack), in
  * the choice of how many threads to start */
 #define VIEW_THREAD_KEPT ((size_t)1 << 20)
