@@ -56,12 +56,7 @@ static char *text_alloc(size_t n)
     void *m = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED)
         return NULL;
-#ifdef MADV_HUGEPAGE
-    /* a window, walked once a window: huge pages spare a TLB miss every 4 KB (advice: if it
-     * fails, nothing changes) */
-    if (n >= ((size_t)4 << 20))
-        madvise(m, n, MADV_HUGEPAGE);
-#endif
+    tl_advise_huge(m, n); /* a window, walked once a window: no TLB miss every 4 KB */
     return m;
 }
 

@@ -335,7 +335,7 @@ uint32_t tl_intern_hashed(tl_strtab *t, const char *s, size_t len, uint64_t h)
 /* Below this, an array is not worth a huge page (and malloc serves it from the heap). */
 #define BIG_MIN (4u << 20)
 
-static void advise_huge(void *p, size_t n)
+void tl_advise_huge(void *p, size_t n)
 {
 #ifdef MADV_HUGEPAGE
     static uintptr_t page;
@@ -411,20 +411,19 @@ void tl_malloc_for_views(const tl_trace *t)
 
 void tl_malloc_advise(void)
 {
-#if defined(M_MMAP_THRESHOLD) && defined(MADV_HUGEPAGE)
-    if (!heap_huge || !heap_lo)
+#ifdef M_MMAP_THRESHOLD
+    if (!heap_huge)
         return;
-    uintptr_t huge = (uintptr_t)2 << 20;
-    uintptr_t a = ((uintptr_t)heap_lo + huge - 1) & ~(huge - 1), b = (uintptr_t)sbrk(0);
-    if (b > a)
-        madvise((void *)a, b - a, MADV_HUGEPAGE); /* advice: failure changes nothing */
+    uintptr_t lo = (uintptr_t)heap_lo, end = (uintptr_t)sbrk(0);
+    if (end > lo)
+        tl_advise_huge(heap_lo, end - lo);
 #endif
 }
 
 void *tl_big_alloc(size_t n)
 {
     void *p = malloc(n ? n : 1);
-    advise_huge(p, n);
+    tl_advise_huge(p, n);
     return p;
 }
 
@@ -442,7 +441,7 @@ void *tl_big_calloc(size_t n, size_t size)
 void *tl_big_realloc(void *p, size_t n)
 {
     void *q = realloc(p, n ? n : 1);
-    advise_huge(q, n);
+    tl_advise_huge(q, n);
     return q;
 }
 

@@ -438,6 +438,9 @@ void *tl_big_realloc(void *p, size_t n);
  * (heap memory reads as zeros when touched again), or pages of a private file mapping never
  * written (they read from the file again). */
 void tl_discard_pages(void *p, size_t n);
+/* The pages of [p, p + n) advised huge (madvise(MADV_HUGEPAGE)), for a block of 4 MB and more
+ * (tl_big_alloc's blocks, the JSON reader's windows); a no-op else, or without THP. */
+void tl_advise_huge(void *p, size_t n);
 
 /* For a process that reads one trace and exits (the tally command, the benchmarks): while the
  * trace is read, blocks of 1 MB and more are mapped apart, so that an array that grows is moved
